@@ -1,0 +1,50 @@
+#include "kernels/activation_math.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/parallel.hpp"
+
+namespace noeira::cpu {
+
+void fill(Stream, float* x, float value, std::int64_t n) {
+  parallel_for(n, [&](std::int64_t i) { x[i] = value; });
+}
+
+void scale(Stream, float* x, float factor, std::int64_t n) {
+  parallel_for(n, [&](std::int64_t i) { x[i] *= factor; });
+}
+
+void add(Stream, float* y, const float* a, const float* b, std::int64_t n) {
+  parallel_for(n, [&](std::int64_t i) { y[i] = a[i] + b[i]; });
+}
+
+void accumulate(Stream, float* y, const float* x, std::int64_t n) {
+  parallel_for(n, [&](std::int64_t i) { y[i] += x[i]; });
+}
+
+void copy_columns(Stream, GradMode mode, float* dst, std::int64_t dst_stride, const float* src,
+                  std::int64_t src_stride, std::int64_t rows, std::int64_t cols) {
+  parallel_for_rows(rows, cols, [&](std::int64_t r) {
+    float* d = dst + r * dst_stride;
+    const float* s = src + r * src_stride;
+    if (mode == GradMode::Overwrite) {
+      for (std::int64_t c = 0; c < cols; ++c) d[c] = s[c];
+    } else {
+      for (std::int64_t c = 0; c < cols; ++c) d[c] += s[c];
+    }
+  });
+}
+
+void activation_forward(Stream, Activation a, float* y, const float* x, std::int64_t n) {
+  parallel_for(n, [&](std::int64_t i) { y[i] = act::forward(a, x[i]); });
+}
+
+void activation_backward(Stream, Activation a, float* dx, const float* dy, const float* x,
+                         const float* y, std::int64_t n) {
+  // x or y may be null when the activation's derivative does not read it.
+  parallel_for(n, [&](std::int64_t i) {
+    const float xi = x != nullptr ? x[i] : 0.0f;
+    const float yi = y != nullptr ? y[i] : 0.0f;
+    dx[i] = dy[i] * act::derivative(a, xi, yi);
+  });
+}
+
+}  // namespace noeira::cpu

@@ -1,0 +1,135 @@
+#pragma once
+// The one dispatch point of the kernels: a table of function pointers per target. Every backend
+// (kernels/cpu, kernels/cuda) fills the same table, so a signature is written once, here, and a
+// backend that forgets or mistypes a kernel fails to compile.
+//
+// Conventions (llm.c): stream first, then outputs, then inputs, then sizes. Matrices are
+// row-major; "rows" is the batch (times sequence) dimension. Pointers are to the target's memory.
+// Element counts are elements, never bytes, except in the raw memory functions.
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/optimizer_math.hpp"
+#include "kernels/target.hpp"
+
+namespace noeira {
+
+// Identifies one dropout mask: a value is a pure function of (seed, step, global row, column).
+struct DropoutKey {
+  std::uint64_t seed = 0;
+  std::uint64_t step = 0;
+  std::int64_t row_offset = 0;  // global index of local row 0 (rank r's first row of the batch)
+};
+
+struct KernelTable {
+  Target target;
+
+  // --- raw memory (bytes) ---------------------------------------------------------------------
+  void* (*allocate)(std::size_t bytes);
+  void (*release)(void* ptr);
+  void (*upload)(Stream, void* dst, const void* host_src, std::size_t bytes);
+  void (*download)(Stream, void* host_dst, const void* src, std::size_t bytes);
+  void (*copy)(Stream, void* dst, const void* src, std::size_t bytes);
+  void (*synchronize)(Stream);
+
+  // --- element-wise -----------------------------------------------------------------------------
+  void (*fill)(Stream, float* x, float value, std::int64_t n);
+  void (*scale)(Stream, float* x, float factor, std::int64_t n);
+  // y = a + b (y may alias a or b)
+  void (*add)(Stream, float* y, const float* a, const float* b, std::int64_t n);
+  // y += x
+  void (*accumulate)(Stream, float* y, const float* x, std::int64_t n);
+  // dst[r, 0:cols] (= or +=) src[r, 0:cols] with independent row strides; for concat and split.
+  void (*copy_columns)(Stream, GradMode, float* dst, std::int64_t dst_stride, const float* src,
+                       std::int64_t src_stride, std::int64_t rows, std::int64_t cols);
+
+  // --- reductions (result on the host, deterministic for any thread count) ------------------
+  double (*sum_squares)(Stream, const float* x, std::int64_t n);
+  double (*sum)(Stream, const float* x, std::int64_t n);
+
+  // --- Linear family ------------------------------------------------------------------------
+  // y[rows,out] = act(x[rows,in] · w[out,in]ᵀ + b[out]); b may be null (no bias).
+  // pre[rows,out] receives x·wᵀ+b when activation_needs_input(act), else may be null.
+  void (*linear_forward)(Stream, Activation act, float* y, float* pre, const float* x,
+                         const float* w, const float* b, std::int64_t rows, std::int64_t in,
+                         std::int64_t out);
+  // Parameter gradients first (dw, db per mode), then dx (overwritten; skipped when null).
+  // dpre[rows,out] is scratch for dy·act'(·) (unused for Identity). y and pre are the forward's.
+  void (*linear_backward)(Stream, Activation act, GradMode mode, float* dx, float* dw, float* db,
+                          float* dpre, const float* dy, const float* x, const float* w,
+                          const float* y, const float* pre, std::int64_t rows, std::int64_t in,
+                          std::int64_t out);
+
+  // --- activations --------------------------------------------------------------------------
+  void (*activation_forward)(Stream, Activation act, float* y, const float* x, std::int64_t n);
+  // dx = dy · act'(x, y); dx may alias dy.
+  void (*activation_backward)(Stream, Activation act, float* dx, const float* dy, const float* x,
+                              const float* y, std::int64_t n);
+
+  // --- softmax over the last dimension ------------------------------------------------------
+  void (*softmax_forward)(Stream, float* y, const float* x, std::int64_t rows, std::int64_t cols);
+  void (*softmax_backward)(Stream, float* dx, const float* dy, const float* y, std::int64_t rows,
+                           std::int64_t cols);
+
+  // --- normalization ------------------------------------------------------------------------
+  // mean[rows] and rstd[rows] are saved for the backward pass.
+  void (*layernorm_forward)(Stream, float* y, float* mean, float* rstd, const float* x,
+                            const float* gamma, const float* beta, std::int64_t rows,
+                            std::int64_t cols, float eps);
+  void (*layernorm_backward)(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta,
+                             const float* dy, const float* x, const float* gamma,
+                             const float* mean, const float* rstd, std::int64_t rows,
+                             std::int64_t cols);
+  void (*rmsnorm_forward)(Stream, float* y, float* rstd, const float* x, const float* gamma,
+                          std::int64_t rows, std::int64_t cols, float eps);
+  void (*rmsnorm_backward)(Stream, GradMode mode, float* dx, float* dgamma, const float* dy,
+                           const float* x, const float* gamma, const float* rstd,
+                           std::int64_t rows, std::int64_t cols);
+
+  // --- embedding (ids are checked against vocab by the caller on the host) ------------------
+  void (*embedding_forward)(Stream, float* y, const std::int32_t* ids, const float* table,
+                            std::int64_t rows, std::int64_t dim);
+  // dtable is overwritten (zeroed, then scattered) or accumulated per mode; a fixed order per
+  // id keeps repeated ids deterministic.
+  void (*embedding_backward)(Stream, GradMode mode, float* dtable, const float* dy,
+                             const std::int32_t* ids, std::int64_t rows, std::int64_t dim,
+                             std::int64_t vocab);
+
+  // --- dropout (mask regenerated from the key in backward; nothing stored) -----------------
+  // y = x · mask / (1 - p); dx may alias dy, y may alias x.
+  void (*dropout_forward)(Stream, float* y, const float* x, DropoutKey key, float p,
+                          std::int64_t rows, std::int64_t cols);
+  void (*dropout_backward)(Stream, float* dx, const float* dy, DropoutKey key, float p,
+                           std::int64_t rows, std::int64_t cols);
+
+  // --- losses: per-row loss (unscaled) and the gradient scaled by grad_scale ----------------
+  // Labels out of range are the caller's to reject before the call.
+  void (*cross_entropy)(Stream, float* row_loss, float* dlogits, const float* logits,
+                        const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
+                        float grad_scale);
+  void (*soft_cross_entropy)(Stream, float* row_loss, float* dlogits, const float* logits,
+                             const float* target_probs, std::int64_t rows, std::int64_t classes,
+                             float grad_scale);
+  // row_loss = sum over cols of (pred - target)^2 / cols; dpred = 2 (pred - target)/cols · scale
+  void (*mse)(Stream, float* row_loss, float* dpred, const float* pred, const float* target,
+              std::int64_t rows, std::int64_t cols, float grad_scale);
+  // Number of rows whose arg-max equals the label.
+  std::int64_t (*count_correct)(Stream, const float* logits, const std::int32_t* labels,
+                                std::int64_t rows, std::int64_t classes);
+
+  // --- optimizers over flat buffers -----------------------------------------------------------
+  // momentum may be null when hyper.momentum == 0.
+  void (*sgd_step)(Stream, float* w, float* momentum, const float* g, std::int64_t n,
+                   SgdHyper hyper);
+  void (*adam_step)(Stream, float* w, float* m, float* v, const float* g, std::int64_t n,
+                    AdamHyper hyper);
+};
+
+// The table for a target. Asking for Cuda in a build without CUDA, or on a machine whose CUDA
+// runtime finds no device, throws an error that says so.
+const KernelTable& kernels_for(Target target);
+
+// True when this build has the CUDA kernels and a CUDA device is present.
+bool cuda_available();
+
+}  // namespace noeira

@@ -1,0 +1,37 @@
+#include "kernels/error.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace noeira {
+
+namespace cpu {
+extern const KernelTable table;
+}
+
+#ifdef NOEIRA_HAVE_CUDA
+namespace cuda {
+const KernelTable& table();  // checks the device on first use
+bool device_present();
+}  // namespace cuda
+#endif
+
+const KernelTable& kernels_for(Target target) {
+  if (target == Target::Cpu) return cpu::table;
+#ifdef NOEIRA_HAVE_CUDA
+  if (!cuda::device_present()) {
+    throw Error("target cuda requested, but the CUDA runtime finds no GPU on this machine");
+  }
+  return cuda::table();
+#else
+  throw Error("target cuda requested, but this noeira was built without CUDA (NOEIRA_CUDA=OFF)");
+#endif
+}
+
+bool cuda_available() {
+#ifdef NOEIRA_HAVE_CUDA
+  return cuda::device_present();
+#else
+  return false;
+#endif
+}
+
+}  // namespace noeira

@@ -1,0 +1,54 @@
+#pragma once
+// Enums shared by every kernel backend. Kernels know nothing of modules, tensors or ranks:
+// they see raw pointers, element counts and these enums.
+#include <cstdint>
+#include <string_view>
+
+namespace noeira {
+
+// Where a tensor's live storage is and which kernels run on it.
+enum class Target : std::uint8_t { Cpu, Cuda };
+
+// Element types. Only F32 carries parameters today; I32 carries token ids and labels;
+// BF16 is reserved so that storage code already sizes elements by dtype.
+enum class DType : std::uint8_t { F32, I32, BF16 };
+
+// The activation fused after a Linear, or applied on its own by an activation leaf.
+enum class Activation : std::uint8_t { Identity, ReLU, Tanh, Sigmoid, GeluTanh, GeluErf, SiLU };
+
+// Whether a parameter-gradient kernel overwrites its accumulator or adds to it.
+enum class GradMode : std::uint8_t { Overwrite, Accumulate };
+
+// An opaque execution stream: a cudaStream_t on CUDA, ignored on the CPU.
+using Stream = void*;
+
+constexpr std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::I32: return 4;
+    case DType::BF16: return 2;
+  }
+  return 0;
+}
+
+constexpr std::string_view to_string(Target t) { return t == Target::Cpu ? "cpu" : "cuda"; }
+
+constexpr std::string_view to_string(Activation a) {
+  switch (a) {
+    case Activation::Identity: return "identity";
+    case Activation::ReLU: return "relu";
+    case Activation::Tanh: return "tanh";
+    case Activation::Sigmoid: return "sigmoid";
+    case Activation::GeluTanh: return "gelu_tanh";
+    case Activation::GeluErf: return "gelu";
+    case Activation::SiLU: return "silu";
+  }
+  return "?";
+}
+
+// True when the derivative of the activation needs its input (pre-activation), not only its output.
+constexpr bool activation_needs_input(Activation a) {
+  return a == Activation::GeluTanh || a == Activation::GeluErf || a == Activation::SiLU;
+}
+
+}  // namespace noeira

@@ -1,0 +1,36 @@
+#pragma once
+// What a forward or vjp call needs besides its tensors: which kernels to run and where, and the
+// counters that make stochastic leaves (dropout) reproducible.
+#include <cstdint>
+
+#include "kernels/kernel_table.hpp"
+
+namespace noeira {
+
+// Whether a vjp must produce the gradient of its input. The first module of a network skips it:
+// nobody reads the gradient of the data, and for an MLP it is a third of the first layer's work.
+enum class InputGrad : std::uint8_t { Compute, Skip };
+
+// Training enables dropout; evaluation makes it the identity.
+enum class Mode : std::uint8_t { Train, Eval };
+
+struct Context {
+  Target target = Target::Cpu;
+  const KernelTable* k = nullptr;
+  Stream stream = nullptr;
+  Mode mode = Mode::Train;
+  GradMode grad_mode = GradMode::Overwrite;
+  std::uint64_t seed = 0;        // run seed, for dropout masks
+  std::uint64_t step = 0;        // optimizer step, for dropout masks
+  std::int64_t row_offset = 0;   // global batch row of this rank's local row 0
+
+  static Context for_target(Target target, Stream stream = nullptr) {
+    Context c;
+    c.target = target;
+    c.k = &kernels_for(target);
+    c.stream = stream;
+    return c;
+  }
+};
+
+}  // namespace noeira

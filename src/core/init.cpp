@@ -1,0 +1,106 @@
+#include "core/init.hpp"
+
+#include <cmath>
+#include <numbers>
+#include <vector>
+
+#include "kernels/philox.hpp"
+
+namespace noeira {
+
+namespace {
+
+std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Element i of a normal(mean, std) sequence: Box-Muller on the first two words of block i.
+float normal_at(std::uint64_t key, std::uint64_t stream, std::uint64_t i, float mean, float std) {
+  const philox::Block b = philox::at(key, stream, i);
+  const float u1 = philox::to_unit_open(b.v[0]);
+  const float u2 = philox::to_unit_open(b.v[1]);
+  const float z = std::sqrt(-2.0f * std::log(u1)) *
+                  std::cos(2.0f * std::numbers::pi_v<float> * u2);
+  return mean + std * z;
+}
+
+float uniform_at(std::uint64_t key, std::uint64_t stream, std::uint64_t i, float bound) {
+  const philox::Block b = philox::at(key, stream, i);
+  return (2.0f * philox::to_unit_open(b.v[0]) - 1.0f) * bound;
+}
+
+}  // namespace
+
+std::string join_name(std::string_view prefix, std::string_view name) {
+  if (prefix.empty()) return std::string(name);
+  std::string s(prefix);
+  s += '.';
+  s += name;
+  return s;
+}
+
+Init Init::child(std::size_t index) const {
+  Init c = *this;
+  c.path_ = join_name(path_, std::to_string(index));
+  return c;
+}
+
+std::uint64_t Init::stream_of(std::string_view name) const { return fnv1a(join_name(path_, name)); }
+
+Param Init::weight(std::string_view name, Shape shape, std::int64_t fan_in,
+                   std::int64_t fan_out) const {
+  Param p(std::move(shape), target_, Decay::Apply);
+  std::vector<float> host(static_cast<std::size_t>(p.numel()));
+  const std::uint64_t stream = stream_of(name);
+  const float fi = static_cast<float>(fan_in);
+  const float fo = static_cast<float>(fan_out);
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    switch (spec_.kind) {
+      case InitKind::KaimingNormal:
+        host[i] = normal_at(spec_.seed, stream, i, 0.0f, std::sqrt(2.0f / fi));
+        break;
+      case InitKind::KaimingUniform:
+        host[i] = uniform_at(spec_.seed, stream, i, std::sqrt(6.0f / fi));
+        break;
+      case InitKind::XavierNormal:
+        host[i] = normal_at(spec_.seed, stream, i, 0.0f, std::sqrt(2.0f / (fi + fo)));
+        break;
+      case InitKind::XavierUniform:
+        host[i] = uniform_at(spec_.seed, stream, i, std::sqrt(6.0f / (fi + fo)));
+        break;
+      case InitKind::Normal:
+        host[i] = normal_at(spec_.seed, stream, i, spec_.mean, spec_.std);
+        break;
+      case InitKind::Zero:
+        host[i] = 0.0f;
+        break;
+    }
+  }
+  p.val.copy_from(host);
+  return p;
+}
+
+Param Init::constant(std::string_view, Shape shape, float value) const {
+  Param p(std::move(shape), target_, Decay::Skip);
+  if (value != 0.0f) {
+    std::vector<float> host(static_cast<std::size_t>(p.numel()), value);
+    p.val.copy_from(host);
+  }
+  return p;
+}
+
+Param Init::normal(std::string_view name, Shape shape, float mean, float std) const {
+  Param p(std::move(shape), target_, Decay::Apply);
+  std::vector<float> host(static_cast<std::size_t>(p.numel()));
+  const std::uint64_t stream = stream_of(name);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = normal_at(spec_.seed, stream, i, mean, std);
+  p.val.copy_from(host);
+  return p;
+}
+
+}  // namespace noeira

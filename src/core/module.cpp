@@ -1,0 +1,14 @@
+#include "core/module.hpp"
+
+#include "kernels/error.hpp"
+
+namespace noeira {
+
+void check_input_rows(const Tensor& x, std::int64_t in_dim, std::string_view module) {
+  if (!x.defined() || x.rank() == 0 || x.dim(0) <= 0 || x.row_size() != in_dim) {
+    throw InputError(detail::concat(module, ": expected an input of [rows, ", in_dim,
+                                    "] elements, got shape ", shape_string(x.shape())));
+  }
+}
+
+}  // namespace noeira

@@ -1,0 +1,61 @@
+#pragma once
+// The Module concept. A network is a type composed at compile time from leaves and combinators.
+//
+// Every module:
+//  - has static dims: arity (number of inputs; 1 for all current modules), in_dim (elements per
+//    input row), out_dim (elements per output row);
+//  - is constructed from an Init (target, initializer, its dotted path): parameters are
+//    initialized there, with no separate pass;
+//  - forward(ctx, x) -> const Tensor&: the output, in a buffer the module owns and resizes to the
+//    run-time number of rows; it remembers x for its vjp (x must stay alive until then);
+//  - vjp(ctx, dy, InputGrad) -> const Tensor&: writes parameter gradients (per ctx.grad_mode)
+//    BEFORE the input gradient, reads everything it needs before writing, and returns the input
+//    gradient (an undefined tensor when InputGrad::Skip);
+//  - for_each_param(visitor, prefix): visits every Param in a fixed order as visitor(name, param)
+//    with the dotted name prefix + "." + local name. This walk is the only registry of parameters.
+#include <concepts>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/context.hpp"
+#include "core/error.hpp"
+#include "core/init.hpp"
+#include "core/param.hpp"
+#include "core/tensor.hpp"
+
+namespace noeira {
+
+// The shape of a walk visitor, for the concept check only.
+struct ParamVisitorArchetype {
+  void operator()(const std::string& name, Param& param) const;
+};
+
+template <class M>
+concept Module = requires(M& m, Context& ctx, const Tensor& t, const ParamVisitorArchetype& visit,
+                          std::string_view prefix) {
+  { M::arity } -> std::convertible_to<int>;
+  { M::in_dim } -> std::convertible_to<std::int64_t>;
+  { M::out_dim } -> std::convertible_to<std::int64_t>;
+  { m.forward(ctx, t) } -> std::same_as<const Tensor&>;
+  { m.vjp(ctx, t, InputGrad::Compute) } -> std::same_as<const Tensor&>;
+  m.for_each_param(visit, prefix);
+} && std::constructible_from<M, const Init&>;
+
+// Visits every parameter of a network with its dotted name.
+template <Module M, class Visitor>
+void for_each_param(M& model, Visitor&& visit) {
+  model.for_each_param(visit, std::string_view{});
+}
+
+template <Module M>
+std::int64_t parameter_count(M& model) {
+  std::int64_t n = 0;
+  for_each_param(model, [&](const std::string&, Param& p) { n += p.numel(); });
+  return n;
+}
+
+// Checks that a forward input has rows of the module's width; names the module on failure.
+void check_input_rows(const Tensor& x, std::int64_t in_dim, std::string_view module);
+
+}  // namespace noeira

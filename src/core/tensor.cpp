@@ -1,0 +1,170 @@
+#include "core/tensor.hpp"
+
+#include <cstring>
+#include <sstream>
+
+#include "kernels/error.hpp"
+
+namespace noeira {
+
+std::int64_t shape_numel(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string shape_string(const Shape& shape) {
+  std::ostringstream os;
+  os << '[';
+  for (std::size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+Storage::Storage(Target target, std::size_t bytes)
+    : target_(target), bytes_(bytes), data_(kernels_for(target).allocate(bytes)) {
+  if (bytes_ != 0) {
+    // Zero through the target's own fill so device memory never needs a host staging buffer.
+    static_assert(sizeof(float) == 4);
+    if (bytes_ % sizeof(float) == 0) {
+      kernels_for(target_).fill(nullptr, static_cast<float*>(data_), 0.0f,
+                                static_cast<std::int64_t>(bytes_ / sizeof(float)));
+    } else {
+      std::vector<char> zeros(bytes_, 0);
+      kernels_for(target_).upload(nullptr, data_, zeros.data(), bytes_);
+    }
+  }
+}
+
+Storage::~Storage() {
+  if (data_ != nullptr) kernels_for(target_).release(data_);
+}
+
+Tensor::Tensor(Shape shape, Target target, DType dtype)
+    : shape_(std::move(shape)), dtype_(dtype), target_(target) {
+  for (std::int64_t d : shape_) {
+    NOEIRA_CHECK(d >= 0, "negative dimension in shape ", shape_string(shape_));
+  }
+  // Sizes are rounded up to whole floats so that fill() can zero any dtype.
+  const std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype_);
+  storage_ = std::make_shared<Storage>(target_, (bytes + 3) / 4 * 4);
+}
+
+Tensor Tensor::from_host(Shape shape, std::span<const float> values, Target target) {
+  Tensor t(std::move(shape), target, DType::F32);
+  t.copy_from(values);
+  return t;
+}
+
+Tensor Tensor::from_host_ids(Shape shape, std::span<const std::int32_t> ids, Target target) {
+  Tensor t(std::move(shape), target, DType::I32);
+  t.copy_from_ids(ids);
+  return t;
+}
+
+std::int64_t Tensor::row_size() const {
+  NOEIRA_CHECK(!shape_.empty() && shape_[0] > 0, "row_size of a tensor without rows, shape ",
+               shape_string(shape_));
+  return numel() / shape_[0];
+}
+
+void* Tensor::raw() {
+  if (!storage_) return nullptr;
+  return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+}
+
+const void* Tensor::raw() const {
+  if (!storage_) return nullptr;
+  return static_cast<const char*>(storage_->data()) +
+         offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
+}
+
+void Tensor::check_dtype(DType expected) const {
+  NOEIRA_CHECK(dtype_ == expected, "tensor of shape ", shape_string(shape_),
+               " accessed with the wrong element type");
+}
+
+float* Tensor::data() {
+  check_dtype(DType::F32);
+  return static_cast<float*>(raw());
+}
+const float* Tensor::data() const {
+  check_dtype(DType::F32);
+  return static_cast<const float*>(raw());
+}
+std::int32_t* Tensor::ids() {
+  check_dtype(DType::I32);
+  return static_cast<std::int32_t*>(raw());
+}
+const std::int32_t* Tensor::ids() const {
+  check_dtype(DType::I32);
+  return static_cast<const std::int32_t*>(raw());
+}
+
+std::vector<float> Tensor::to_vector() const {
+  std::vector<float> out(static_cast<std::size_t>(numel()));
+  if (!out.empty()) {
+    kernels_for(target_).download(nullptr, out.data(), data(), out.size() * sizeof(float));
+  }
+  return out;
+}
+
+std::vector<std::int32_t> Tensor::to_ids() const {
+  std::vector<std::int32_t> out(static_cast<std::size_t>(numel()));
+  if (!out.empty()) {
+    kernels_for(target_).download(nullptr, out.data(), ids(), out.size() * sizeof(std::int32_t));
+  }
+  return out;
+}
+
+void Tensor::copy_from(std::span<const float> values) {
+  NOEIRA_CHECK(static_cast<std::int64_t>(values.size()) == numel(), "copying ", values.size(),
+               " values into a tensor of shape ", shape_string(shape_));
+  if (!values.empty()) {
+    kernels_for(target_).upload(nullptr, data(), values.data(), values.size() * sizeof(float));
+  }
+}
+
+void Tensor::copy_from_ids(std::span<const std::int32_t> values) {
+  NOEIRA_CHECK(static_cast<std::int64_t>(values.size()) == numel(), "copying ", values.size(),
+               " ids into a tensor of shape ", shape_string(shape_));
+  if (!values.empty()) {
+    kernels_for(target_).upload(nullptr, ids(), values.data(),
+                                values.size() * sizeof(std::int32_t));
+  }
+}
+
+void Tensor::zero() {
+  if (numel() == 0) return;
+  NOEIRA_CHECK(dtype_ != DType::BF16, "zero() on bf16 tensors is not supported yet");
+  kernels_for(target_).fill(nullptr, static_cast<float*>(raw()), 0.0f, numel());
+}
+
+void Tensor::resize(const Shape& shape) {
+  if (shape == shape_ && storage_) return;
+  const std::size_t need = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype_);
+  const std::size_t have =
+      storage_ ? storage_->bytes() - static_cast<std::size_t>(offset_) * dtype_size(dtype_) : 0;
+  if (!storage_ || need > have) {
+    *this = Tensor(shape, target_, dtype_);
+  } else {
+    shape_ = shape;
+  }
+}
+
+Tensor Tensor::view(Shape shape, std::int64_t element_offset) const {
+  const std::size_t end = static_cast<std::size_t>(offset_ + element_offset + shape_numel(shape)) *
+                          dtype_size(dtype_);
+  NOEIRA_CHECK(storage_ && element_offset >= 0 && end <= storage_->bytes(), "view of shape ",
+               shape_string(shape), " at offset ", element_offset,
+               " does not fit in a tensor of shape ", shape_string(shape_));
+  Tensor t;
+  t.storage_ = storage_;
+  t.offset_ = offset_ + element_offset;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype_;
+  t.target_ = target_;
+  return t;
+}
+
+}  // namespace noeira

@@ -1,0 +1,90 @@
+#pragma once
+// Tensor: a shape, a dtype and storage on one target. The target decides which memory is live:
+// host memory for Target::Cpu, device memory for Target::Cuda. Host copies of device data are
+// explicit (to_vector / copy_from), so a hidden transfer never lands in a hot loop.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/kernel_table.hpp"
+
+namespace noeira {
+
+using Shape = std::vector<std::int64_t>;
+
+std::int64_t shape_numel(const Shape& shape);
+std::string shape_string(const Shape& shape);
+
+// Move-only owner of one allocation on one target.
+class Storage {
+ public:
+  Storage(Target target, std::size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  Target target() const { return target_; }
+
+ private:
+  Target target_;
+  std::size_t bytes_;
+  void* data_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Zero-filled.
+  explicit Tensor(Shape shape, Target target = Target::Cpu, DType dtype = DType::F32);
+
+  static Tensor from_host(Shape shape, std::span<const float> values, Target target = Target::Cpu);
+  static Tensor from_host_ids(Shape shape, std::span<const std::int32_t> ids,
+                              Target target = Target::Cpu);
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  std::int64_t dim(std::size_t i) const { return shape_.at(i); }
+  std::size_t rank() const { return shape_.size(); }
+  std::int64_t numel() const { return shape_numel(shape_); }
+  DType dtype() const { return dtype_; }
+  Target target() const { return target_; }
+  // Elements per row: numel / dim(0).
+  std::int64_t row_size() const;
+
+  // Live storage of the target. Checks the dtype.
+  float* data();
+  const float* data() const;
+  std::int32_t* ids();
+  const std::int32_t* ids() const;
+
+  std::vector<float> to_vector() const;
+  std::vector<std::int32_t> to_ids() const;
+  void copy_from(std::span<const float> values);
+  void copy_from_ids(std::span<const std::int32_t> ids);
+  void zero();
+
+  // Gives the tensor this shape, reallocating (zero-filled) only when the storage is too small;
+  // activation buffers follow the run-time batch size this way.
+  void resize(const Shape& shape);
+
+  // A tensor sharing this one's storage, starting element_offset elements in.
+  Tensor view(Shape shape, std::int64_t element_offset = 0) const;
+
+ private:
+  void* raw();
+  const void* raw() const;
+  void check_dtype(DType expected) const;
+
+  std::shared_ptr<Storage> storage_;
+  std::int64_t offset_ = 0;  // in elements
+  Shape shape_;
+  DType dtype_ = DType::F32;
+  Target target_ = Target::Cpu;
+};
+
+}  // namespace noeira

@@ -1,0 +1,88 @@
+#pragma once
+// The Linear family: y = act(x · Wᵀ + b) as one fused step (GEMM plus a fused epilogue on the CPU,
+// a cuBLASLt epilogue on CUDA). Linear is the Identity member; Linear followed by a ReLU leaf is
+// two modules, LinearReLU is one.
+#include <cstdint>
+#include <string>
+
+#include "core/module.hpp"
+
+namespace noeira {
+
+template <std::int64_t In, std::int64_t Out, Activation Act = Activation::Identity>
+class LinearAct {
+ public:
+  static constexpr int arity = 1;
+  static constexpr std::int64_t in_dim = In;
+  static constexpr std::int64_t out_dim = Out;
+  static constexpr Activation activation = Act;
+
+  explicit LinearAct(const Init& init)
+      : weight_(init.weight("weight", {Out, In}, In, Out)), bias_(init.constant("bias", {Out}, 0.0f)) {}
+
+  const Tensor& forward(Context& ctx, const Tensor& x) {
+    check_input_rows(x, In, "Linear");
+    const std::int64_t rows = x.dim(0);
+    x_ = &x;
+    y_.resize({rows, Out});
+    float* pre = nullptr;
+    if constexpr (activation_needs_input(Act)) {
+      pre_.resize({rows, Out});
+      pre = pre_.data();
+    }
+    ctx.k->linear_forward(ctx.stream, Act, y_.data(), pre, x.data(), weight_.val.data(),
+                          bias_.val.data(), rows, In, Out);
+    return y_;
+  }
+
+  const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
+    const std::int64_t rows = dy.dim(0);
+    float* dpre = nullptr;
+    if constexpr (Act != Activation::Identity) {
+      dpre_.resize({rows, Out});
+      dpre = dpre_.data();
+    }
+    float* dx = nullptr;
+    if (input_grad == InputGrad::Compute) {
+      dx_.resize({rows, In});
+      dx = dx_.data();
+    }
+    const float* pre = nullptr;
+    if constexpr (activation_needs_input(Act)) pre = pre_.data();
+    ctx.k->linear_backward(ctx.stream, Act, ctx.grad_mode, dx, weight_.grd.data(),
+                           bias_.grd.data(), dpre, dy.data(), x_->data(), weight_.val.data(),
+                           y_.data(), pre, rows, In, Out);
+    return input_grad == InputGrad::Compute ? dx_ : empty_;
+  }
+
+  template <class Visitor>
+  void for_each_param(Visitor&& visit, std::string_view prefix) {
+    visit(join_name(prefix, "weight"), weight_);
+    visit(join_name(prefix, "bias"), bias_);
+  }
+
+ private:
+  Param weight_;  // [Out, In]
+  Param bias_;    // [Out]
+  const Tensor* x_ = nullptr;  // forward input, read by vjp
+  Tensor y_;      // [rows, Out] output
+  Tensor pre_;    // [rows, Out] pre-activation, only when the derivative needs it
+  Tensor dpre_;   // [rows, Out] scratch for dy · act'
+  Tensor dx_;     // [rows, In] input gradient
+  Tensor empty_;
+};
+
+template <std::int64_t In, std::int64_t Out>
+using Linear = LinearAct<In, Out, Activation::Identity>;
+template <std::int64_t In, std::int64_t Out>
+using LinearReLU = LinearAct<In, Out, Activation::ReLU>;
+template <std::int64_t In, std::int64_t Out>
+using LinearTanh = LinearAct<In, Out, Activation::Tanh>;
+template <std::int64_t In, std::int64_t Out>
+using LinearSigmoid = LinearAct<In, Out, Activation::Sigmoid>;
+template <std::int64_t In, std::int64_t Out>
+using LinearGELU = LinearAct<In, Out, Activation::GeluTanh>;
+template <std::int64_t In, std::int64_t Out>
+using LinearSiLU = LinearAct<In, Out, Activation::SiLU>;
+
+}  // namespace noeira

@@ -1,0 +1,83 @@
+#pragma once
+// Sequential<M0, M1, ...>: children applied in order; child i is named "i" in the walk.
+// The dims must chain at compile time.
+#include <cstddef>
+#include <tuple>
+#include <utility>
+
+#include "core/module.hpp"
+
+namespace noeira {
+
+template <Module... Ms>
+class Sequential {
+  static_assert(sizeof...(Ms) > 0, "Sequential needs at least one module");
+  using Children = std::tuple<Ms...>;
+  static constexpr std::size_t count = sizeof...(Ms);
+
+  template <std::size_t... Is>
+  static constexpr bool dims_chain(std::index_sequence<Is...>) {
+    return ((std::tuple_element_t<Is, Children>::out_dim ==
+             std::tuple_element_t<Is + 1, Children>::in_dim) && ...);
+  }
+  static_assert(dims_chain(std::make_index_sequence<count - 1>{}),
+                "Sequential: each module's out_dim must equal the next module's in_dim");
+
+ public:
+  static constexpr int arity = std::tuple_element_t<0, Children>::arity;
+  static constexpr std::int64_t in_dim = std::tuple_element_t<0, Children>::in_dim;
+  static constexpr std::int64_t out_dim = std::tuple_element_t<count - 1, Children>::out_dim;
+
+  explicit Sequential(const Init& init) : children_(build(init, std::index_sequence_for<Ms...>{})) {}
+
+  const Tensor& forward(Context& ctx, const Tensor& x) {
+    return forward_from<0>(ctx, x);
+  }
+
+  const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
+    return vjp_from<count - 1>(ctx, dy, input_grad);
+  }
+
+  template <class Visitor>
+  void for_each_param(Visitor&& visit, std::string_view prefix) {
+    walk(visit, prefix, std::index_sequence_for<Ms...>{});
+  }
+
+  template <std::size_t I>
+  auto& child() { return std::get<I>(children_); }
+
+ private:
+  template <std::size_t... Is>
+  static Children build(const Init& init, std::index_sequence<Is...>) {
+    return Children(Ms(init.child(Is))...);
+  }
+
+  template <std::size_t I>
+  const Tensor& forward_from(Context& ctx, const Tensor& x) {
+    const Tensor& y = std::get<I>(children_).forward(ctx, x);
+    if constexpr (I + 1 < count) {
+      return forward_from<I + 1>(ctx, y);
+    } else {
+      return y;
+    }
+  }
+
+  template <std::size_t I>
+  const Tensor& vjp_from(Context& ctx, const Tensor& dy, InputGrad input_grad) {
+    if constexpr (I == 0) {
+      return std::get<0>(children_).vjp(ctx, dy, input_grad);
+    } else {
+      const Tensor& dx = std::get<I>(children_).vjp(ctx, dy, InputGrad::Compute);
+      return vjp_from<I - 1>(ctx, dx, input_grad);
+    }
+  }
+
+  template <class Visitor, std::size_t... Is>
+  void walk(Visitor& visit, std::string_view prefix, std::index_sequence<Is...>) {
+    (std::get<Is>(children_).for_each_param(visit, join_name(prefix, std::to_string(Is))), ...);
+  }
+
+  Children children_;
+};
+
+}  // namespace noeira
