@@ -104,6 +104,7 @@ struct KernelTable {
 
   // --- losses: per-row loss (unscaled) and the gradient scaled by grad_scale ----------------
   // Labels out of range are the caller's to reject before the call.
+  // The gradient pointer (dlogits, dpred) may be null: loss only, for evaluation.
   void (*cross_entropy)(Stream, float* row_loss, float* dlogits, const float* logits,
                         const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
                         float grad_scale);

@@ -4,20 +4,12 @@
 #include <numbers>
 #include <vector>
 
+#include "core/hash.hpp"
 #include "kernels/philox.hpp"
 
 namespace noeira {
 
 namespace {
-
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 // Element i of a normal(mean, std) sequence: Box-Muller on the first two words of block i.
 float normal_at(std::uint64_t key, std::uint64_t stream, std::uint64_t i, float mean, float std) {

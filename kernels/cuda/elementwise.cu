@@ -1,0 +1,103 @@
+// Element-wise kernels: one functor each over the shared grid-stride launcher; the activation
+// math comes from kernels/activation_math.hpp, as on the CPU.
+#include "kernels/activation_math.hpp"
+#include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/launch.cuh"
+
+namespace noeira::cuda {
+
+namespace {
+
+struct Fill {
+  float* x;
+  float value;
+  __device__ void operator()(std::int64_t i) const { x[i] = value; }
+};
+
+struct Scale {
+  float* x;
+  float factor;
+  __device__ void operator()(std::int64_t i) const { x[i] *= factor; }
+};
+
+struct Add {
+  float* y;
+  const float* a;
+  const float* b;
+  __device__ void operator()(std::int64_t i) const { y[i] = a[i] + b[i]; }
+};
+
+struct Accumulate {
+  float* y;
+  const float* x;
+  __device__ void operator()(std::int64_t i) const { y[i] += x[i]; }
+};
+
+struct CopyColumns {
+  GradMode mode;
+  float* dst;
+  std::int64_t dst_stride;
+  const float* src;
+  std::int64_t src_stride;
+  std::int64_t cols;
+  __device__ void operator()(std::int64_t i) const {
+    const std::int64_t r = i / cols;
+    const std::int64_t c = i - r * cols;
+    const float s = src[r * src_stride + c];
+    float& d = dst[r * dst_stride + c];
+    d = mode == GradMode::Overwrite ? s : d + s;
+  }
+};
+
+struct ActForward {
+  Activation act;
+  float* y;
+  const float* x;
+  __device__ void operator()(std::int64_t i) const { y[i] = act::forward(act, x[i]); }
+};
+
+struct ActBackward {
+  Activation act;
+  float* dx;
+  const float* dy;
+  const float* x;  // may be null when the derivative does not read it
+  const float* y;  // may be null when the derivative does not read it
+  __device__ void operator()(std::int64_t i) const {
+    const float xi = x != nullptr ? x[i] : 0.0f;
+    const float yi = y != nullptr ? y[i] : 0.0f;
+    dx[i] = dy[i] * act::derivative(act, xi, yi);
+  }
+};
+
+}  // namespace
+
+void fill(Stream s, float* x, float value, std::int64_t n) { launch_map(s, n, Fill{x, value}); }
+
+void scale(Stream s, float* x, float factor, std::int64_t n) {
+  launch_map(s, n, Scale{x, factor});
+}
+
+void add(Stream s, float* y, const float* a, const float* b, std::int64_t n) {
+  launch_map(s, n, Add{y, a, b});
+}
+
+void accumulate(Stream s, float* y, const float* x, std::int64_t n) {
+  launch_map(s, n, Accumulate{y, x});
+}
+
+void copy_columns(Stream s, GradMode mode, float* dst, std::int64_t dst_stride, const float* src,
+                  std::int64_t src_stride, std::int64_t rows, std::int64_t cols) {
+  if (cols <= 0) return;
+  launch_map(s, rows * cols, CopyColumns{mode, dst, dst_stride, src, src_stride, cols});
+}
+
+void activation_forward(Stream s, Activation a, float* y, const float* x, std::int64_t n) {
+  launch_map(s, n, ActForward{a, y, x});
+}
+
+void activation_backward(Stream s, Activation a, float* dx, const float* dy, const float* x,
+                         const float* y, std::int64_t n) {
+  launch_map(s, n, ActBackward{a, dx, dy, x, y});
+}
+
+}  // namespace noeira::cuda

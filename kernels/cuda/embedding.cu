@@ -1,0 +1,57 @@
+// Embedding lookup and its gradient on CUDA. Ids were checked against the vocabulary by the
+// caller.
+//
+// Backward without float atomics: one thread per column walks all rows in order and adds dy's row
+// into the table row of its id. Each table element thus receives its contributions in row order,
+// exactly as on the CPU (bit-identical, and the same for any launch shape), and threads never
+// share an element. The price is parallelism limited to `dim` threads; a sort-by-id segmented sum
+// would scale with rows too, at the cost of a sort per step.
+#include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/launch.cuh"
+
+namespace noeira::cuda {
+
+namespace {
+
+struct Gather {
+  float* y;
+  const std::int32_t* ids;
+  const float* table;
+  std::int64_t dim;
+  __device__ void operator()(std::int64_t i) const {
+    const std::int64_t r = i / dim;
+    const std::int64_t c = i - r * dim;
+    y[i] = table[static_cast<std::int64_t>(ids[r]) * dim + c];
+  }
+};
+
+__global__ void embedding_scatter_kernel(float* dtable, const float* dy, const std::int32_t* ids,
+                                         std::int64_t rows, std::int64_t dim) {
+  const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= dim) return;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    dtable[static_cast<std::int64_t>(ids[r]) * dim + c] += dy[r * dim + c];
+  }
+}
+
+}  // namespace
+
+void embedding_forward(Stream s, float* y, const std::int32_t* ids, const float* table,
+                       std::int64_t rows, std::int64_t dim) {
+  if (dim <= 0) return;
+  launch_map(s, rows * dim, Gather{y, ids, table, dim});
+}
+
+void embedding_backward(Stream s, GradMode mode, float* dtable, const float* dy,
+                        const std::int32_t* ids, std::int64_t rows, std::int64_t dim,
+                        std::int64_t vocab) {
+  if (mode == GradMode::Overwrite) fill(s, dtable, 0.0f, vocab * dim);
+  if (rows <= 0 || dim <= 0) return;
+  // Small blocks: the grid is only dim threads wide, so spread it over more SMs.
+  constexpr int kThreads = 64;
+  const unsigned blocks = static_cast<unsigned>((dim + kThreads - 1) / kThreads);
+  embedding_scatter_kernel<<<blocks, kThreads, 0, as_cuda(s)>>>(dtable, dy, ids, rows, dim);
+  check_launch();
+}
+
+}  // namespace noeira::cuda

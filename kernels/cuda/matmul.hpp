@@ -1,0 +1,39 @@
+#pragma once
+// One fp32 GEMM through cuBLASLt, column-major as cuBLAS sees it:
+//   D[m,n] = op(A)[m,k] · op(B)[k,n] + beta · D,  then the epilogue.
+// Row-major callers swap operands (a row-major [r,c] matrix is a column-major [c,r] one).
+// Compute type CUBLAS_COMPUTE_32F unless set_allow_tf32(true) (kernels/cuda/settings.hpp).
+#include <cublasLt.h>
+
+#include <cstdint>
+
+#include "kernels/target.hpp"
+
+namespace noeira::cuda {
+
+struct Gemm {
+  bool trans_a = false;
+  bool trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;  // k > 0
+  const float* a = nullptr;
+  std::int64_t lda = 0;
+  const float* b = nullptr;
+  std::int64_t ldb = 0;
+  float* d = nullptr;  // also C (beta · D is added in place)
+  std::int64_t ldd = 0;
+  float beta = 0.0f;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const float* bias = nullptr;  // [m], for the *BIAS epilogues
+  float* aux = nullptr;         // [m, n] with leading dimension aux_ld, for the *_AUX epilogues
+  std::int64_t aux_ld = 0;
+};
+
+// Runs the GEMM. Returns false, having launched nothing, when cuBLASLt offers no algorithm for
+// this epilogue with these pointers and leading dimensions (bias or aux alignment, aux_ld not a
+// multiple of 8), so that the caller can run the epilogue unfused instead. Other failures throw.
+bool try_matmul(Stream stream, const Gemm& g);
+
+// As try_matmul, but having no algorithm is an error too.
+void matmul(Stream stream, const Gemm& g);
+
+}  // namespace noeira::cuda

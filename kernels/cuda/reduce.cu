@@ -1,0 +1,66 @@
+// Deterministic sums: a fixed partition of x into chunks (one block each, independent of the
+// GPU), each chunk reduced in double by a fixed tree, then the chunk sums added on the host in
+// chunk order. The result depends only on the data and n — the same on any GPU of any size,
+// which bit-exact resume and simulated ranks rely on. It is not bit-identical to the CPU (whose
+// in-chunk order is sequential), only equal within double rounding.
+#include <vector>
+
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/scratch.hpp"
+
+namespace noeira::cuda {
+
+namespace {
+
+constexpr int kReduceThreads = 256;
+constexpr std::int64_t kChunk = 8192;  // elements per block, 32 per thread
+
+struct Value {
+  __device__ double operator()(float x) const { return static_cast<double>(x); }
+};
+
+struct Square {
+  __device__ double operator()(float x) const {
+    const double v = x;
+    return v * v;
+  }
+};
+
+template <class Term>
+__global__ void chunk_sums_kernel(double* partial, const float* x, std::int64_t n, Term term) {
+  const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * kChunk;
+  const std::int64_t end = begin + kChunk < n ? begin + kChunk : n;
+  double s = 0.0;
+  // Strided by the block so that a warp's loads are coalesced.
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) s += term(x[i]);
+  s = block_sum(s);
+  if (threadIdx.x == 0) partial[blockIdx.x] = s;
+}
+
+template <class Term>
+double chunked_sum(Stream stream, const float* x, std::int64_t n, Term term) {
+  if (n <= 0) return 0.0;
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  Scratch<double> partial(stream, static_cast<std::size_t>(chunks));
+  chunk_sums_kernel<<<static_cast<unsigned>(chunks), kReduceThreads, 0, as_cuda(stream)>>>(
+      partial.data(), x, n, term);
+  check_launch();
+  std::vector<double> host(static_cast<std::size_t>(chunks));
+  // download() waits for the stream: the result is needed on the host now.
+  download(stream, host.data(), partial.data(), host.size() * sizeof(double));
+  double total = 0.0;
+  for (double p : host) total += p;
+  return total;
+}
+
+}  // namespace
+
+double sum_squares(Stream s, const float* x, std::int64_t n) {
+  return chunked_sum(s, x, n, Square{});
+}
+
+double sum(Stream s, const float* x, std::int64_t n) { return chunked_sum(s, x, n, Value{}); }
+
+}  // namespace noeira::cuda

@@ -1,0 +1,14 @@
+#pragma once
+// Classification accuracy for evaluation.
+#include <cstdint>
+
+#include "core/context.hpp"
+#include "core/tensor.hpp"
+
+namespace noeira {
+
+// Number of rows of logits [rows, classes] whose arg-max (first one on ties) equals labels[row].
+// Labels are checked like CrossEntropyLoss's: one outside [0, classes) is an InputError.
+std::int64_t count_correct(Context& ctx, const Tensor& logits, const Tensor& labels);
+
+}  // namespace noeira

@@ -1,0 +1,33 @@
+#include "loss/soft_cross_entropy.hpp"
+
+#include "loss/checks.hpp"
+
+namespace noeira {
+
+namespace {
+constexpr const char* kName = "SoftCrossEntropyLoss";
+}  // namespace
+
+double SoftCrossEntropyLoss::forward_backward(Context& ctx, const Tensor& logits,
+                                              const Tensor& targets, float grad_scale) {
+  loss_checks::matrix(ctx, logits, kName, "logits");
+  grad_.resize(logits.shape());
+  return run(ctx, logits, targets, grad_.data(), grad_scale);
+}
+
+double SoftCrossEntropyLoss::forward(Context& ctx, const Tensor& logits, const Tensor& targets) {
+  return run(ctx, logits, targets, nullptr, 0.0f);
+}
+
+double SoftCrossEntropyLoss::run(Context& ctx, const Tensor& logits, const Tensor& targets,
+                                 float* grad, float grad_scale) {
+  loss_checks::same_shape(ctx, logits, targets, kName, "logits", "targets");
+  const std::int64_t rows = logits.dim(0);
+  const std::int64_t classes = logits.dim(1);
+  row_loss_.resize({rows});
+  ctx.k->soft_cross_entropy(ctx.stream, row_loss_.data(), grad, logits.data(), targets.data(),
+                            rows, classes, grad_scale);
+  return ctx.k->sum(ctx.stream, row_loss_.data(), rows);
+}
+
+}  // namespace noeira

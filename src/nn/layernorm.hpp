@@ -1,0 +1,62 @@
+#pragma once
+// LayerNorm over each row of D elements: y = (x - mean) / sqrt(var + eps) · weight + bias, with
+// the biased variance and eps = 1e-5 (PyTorch's defaults). weight starts at 1 and bias at 0,
+// neither decayed. mean and rstd are saved for the backward pass.
+#include <cstdint>
+#include <string_view>
+
+#include "core/module.hpp"
+
+namespace noeira {
+
+template <std::int64_t D>
+class LayerNorm {
+ public:
+  static constexpr int arity = 1;
+  static constexpr std::int64_t in_dim = D;
+  static constexpr std::int64_t out_dim = D;
+  static constexpr float eps = 1e-5f;
+
+  explicit LayerNorm(const Init& init)
+      : weight_(init.constant("weight", {D}, 1.0f)), bias_(init.constant("bias", {D}, 0.0f)) {}
+
+  const Tensor& forward(Context& ctx, const Tensor& x) {
+    check_input_rows(x, D, "LayerNorm");
+    const std::int64_t rows = x.dim(0);
+    x_ = &x;
+    y_.resize(x.shape());
+    mean_.resize({rows});
+    rstd_.resize({rows});
+    ctx.k->layernorm_forward(ctx.stream, y_.data(), mean_.data(), rstd_.data(), x.data(),
+                             weight_.val.data(), bias_.val.data(), rows, D, eps);
+    return y_;
+  }
+
+  const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
+    // The kernel always writes dx: the table's contract has no "skip dx", and a norm layer is
+    // never the first module, where skipping would pay.
+    dx_.resize(dy.shape());
+    ctx.k->layernorm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(),
+                              bias_.grd.data(), dy.data(), x_->data(), weight_.val.data(),
+                              mean_.data(), rstd_.data(), dy.dim(0), D);
+    return input_grad == InputGrad::Compute ? dx_ : empty_;
+  }
+
+  template <class Visitor>
+  void for_each_param(Visitor&& visit, std::string_view prefix) {
+    visit(join_name(prefix, "weight"), weight_);
+    visit(join_name(prefix, "bias"), bias_);
+  }
+
+ private:
+  Param weight_;  // [D] scale (gamma)
+  Param bias_;    // [D] shift (beta)
+  const Tensor* x_ = nullptr;  // forward input, read by vjp
+  Tensor y_;      // [rows, D] output
+  Tensor mean_;   // [rows] row means
+  Tensor rstd_;   // [rows] 1 / sqrt(var + eps)
+  Tensor dx_;     // [rows, D] input gradient
+  Tensor empty_;
+};
+
+}  // namespace noeira

@@ -1,0 +1,55 @@
+#pragma once
+// RMSNorm over each row of D elements: y = x / sqrt(mean(x²) + eps) · weight, eps = 1e-6 (as in
+// LLaMA; small against any row that carries signal, large enough to keep an all-zero row finite).
+// weight starts at 1 and is not decayed. rstd is saved for the backward pass.
+#include <cstdint>
+#include <string_view>
+
+#include "core/module.hpp"
+
+namespace noeira {
+
+template <std::int64_t D>
+class RMSNorm {
+ public:
+  static constexpr int arity = 1;
+  static constexpr std::int64_t in_dim = D;
+  static constexpr std::int64_t out_dim = D;
+  static constexpr float eps = 1e-6f;
+
+  explicit RMSNorm(const Init& init) : weight_(init.constant("weight", {D}, 1.0f)) {}
+
+  const Tensor& forward(Context& ctx, const Tensor& x) {
+    check_input_rows(x, D, "RMSNorm");
+    const std::int64_t rows = x.dim(0);
+    x_ = &x;
+    y_.resize(x.shape());
+    rstd_.resize({rows});
+    ctx.k->rmsnorm_forward(ctx.stream, y_.data(), rstd_.data(), x.data(), weight_.val.data(),
+                           rows, D, eps);
+    return y_;
+  }
+
+  const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
+    // dx is always written (see LayerNorm::vjp).
+    dx_.resize(dy.shape());
+    ctx.k->rmsnorm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(), dy.data(),
+                            x_->data(), weight_.val.data(), rstd_.data(), dy.dim(0), D);
+    return input_grad == InputGrad::Compute ? dx_ : empty_;
+  }
+
+  template <class Visitor>
+  void for_each_param(Visitor&& visit, std::string_view prefix) {
+    visit(join_name(prefix, "weight"), weight_);
+  }
+
+ private:
+  Param weight_;  // [D] scale
+  const Tensor* x_ = nullptr;  // forward input, read by vjp
+  Tensor y_;      // [rows, D] output
+  Tensor rstd_;   // [rows] 1 / sqrt(mean(x²) + eps)
+  Tensor dx_;     // [rows, D] input gradient
+  Tensor empty_;
+};
+
+}  // namespace noeira

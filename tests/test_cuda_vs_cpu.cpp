@@ -1,0 +1,544 @@
+// The CUDA kernels against the CPU reference: every table entry runs the same inputs through
+// kernels_for(Target::Cpu) and kernels_for(Target::Cuda), and the outputs must agree element by
+// element within |cuda - cpu| <= tol + |cpu| · eps (llm.c). Entries whose CUDA version promises
+// bit-identical results (element-wise maps, embedding scatter, dropout, integer counts) are
+// compared exactly. Without a CUDA device (or in a build without CUDA) every test is skipped.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gradcheck.hpp"
+#include "nn/linear.hpp"
+#include "nn/sequential.hpp"
+
+namespace noeira {
+namespace {
+
+using testing::random_values;
+
+std::string no_cuda_reason() {
+#ifdef NOEIRA_HAVE_CUDA
+  return "the CUDA runtime finds no GPU on this machine";
+#else
+  return "this build has no CUDA kernels (NOEIRA_CUDA=OFF)";
+#endif
+}
+
+struct Tol {
+  double tol = 1e-6;  // absolute part
+  double eps = 1e-5;  // relative part
+};
+constexpr Tol kExact{0.0, 0.0};
+constexpr Tol kElementwise{1e-6, 1e-5};  // device expf/tanhf/erff are within a few ulp
+constexpr Tol kGemm{1e-4, 1e-4};         // fp32 sums of ~100 terms in another order
+constexpr Tol kReduction{1e-5, 1e-4};
+
+// Named outputs of one run, downloaded to the host.
+using Outputs = std::vector<std::pair<std::string, std::vector<float>>>;
+
+// Runs `run` on both targets and compares every output.
+void expect_same_on_both(const std::function<Outputs(Target)>& run, Tol tol = kElementwise) {
+  const Outputs cpu = run(Target::Cpu);
+  const Outputs gpu = run(Target::Cuda);
+  ASSERT_EQ(cpu.size(), gpu.size());
+  for (std::size_t t = 0; t < cpu.size(); ++t) {
+    const auto& [name, ref] = cpu[t];
+    const std::vector<float>& got = gpu[t].second;
+    ASSERT_EQ(ref.size(), got.size()) << name;
+    ASSERT_FALSE(ref.empty()) << name << ": an empty output compares nothing";
+    std::size_t bad = 0;
+    std::size_t first_bad = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      const double diff = std::abs(static_cast<double>(got[i]) - ref[i]);
+      const bool ok = diff <= tol.tol + std::abs(static_cast<double>(ref[i])) * tol.eps ||
+                      (std::isnan(ref[i]) && std::isnan(got[i]));
+      if (!ok && bad++ == 0) first_bad = i;
+    }
+    EXPECT_EQ(bad, 0u) << name << ": " << bad << " of " << ref.size()
+                       << " elements differ; first at [" << first_bad << "]: cuda "
+                       << got[first_bad] << " vs cpu " << ref[first_bad];
+  }
+}
+
+Tensor on(Target t, Shape shape, const std::vector<float>& values) {
+  return Tensor::from_host(std::move(shape), values, t);
+}
+
+Tensor random_on(Target t, Shape shape, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  const std::size_t n = static_cast<std::size_t>(shape_numel(shape));
+  return Tensor::from_host(std::move(shape), random_values(n, seed, lo, hi), t);
+}
+
+Tensor ids_on(Target t, const std::vector<std::int32_t>& ids) {
+  return Tensor::from_host_ids({static_cast<std::int64_t>(ids.size())}, ids, t);
+}
+
+constexpr Activation kAllActivations[] = {Activation::Identity, Activation::ReLU,
+                                          Activation::Tanh,     Activation::Sigmoid,
+                                          Activation::GeluTanh, Activation::GeluErf,
+                                          Activation::SiLU};
+
+TEST(CudaVsCpu, RawMemoryRoundTrips) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  const KernelTable& k = kernels_for(Target::Cuda);
+  EXPECT_EQ(k.target, Target::Cuda);
+  std::vector<std::uint8_t> src(1001);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::uint8_t>(i * 7 + 3);
+  void* a = k.allocate(src.size());
+  void* b = k.allocate(src.size());
+  k.upload(nullptr, a, src.data(), src.size());
+  k.copy(nullptr, b, a, src.size());
+  std::vector<std::uint8_t> back(src.size(), 0);
+  k.download(nullptr, back.data(), b, back.size());
+  k.synchronize(nullptr);
+  k.release(a);
+  k.release(b);
+  EXPECT_EQ(back, src);
+  EXPECT_EQ(k.allocate(0), nullptr);
+}
+
+TEST(CudaVsCpu, ElementwiseAreBitIdentical) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  expect_same_on_both(
+      [](Target t) {
+        const KernelTable& k = kernels_for(t);
+        const std::int64_t n = 70001;  // odd, and several blocks
+        Tensor a = random_on(t, {n}, 1);
+        Tensor b = random_on(t, {n}, 2);
+        Tensor filled({n}, t);
+        k.fill(nullptr, filled.data(), 0.375f, n);
+        Tensor scaled = random_on(t, {n}, 3);
+        k.scale(nullptr, scaled.data(), -1.7f, n);
+        Tensor sum({n}, t);
+        k.add(nullptr, sum.data(), a.data(), b.data(), n);
+        k.add(nullptr, a.data(), a.data(), b.data(), n);  // y aliases a
+        Tensor acc = random_on(t, {n}, 4);
+        k.accumulate(nullptr, acc.data(), b.data(), n);
+        // Columns 2..6 of a [9, 11] source into columns 1..5 of a [9, 8] destination.
+        Tensor src = random_on(t, {9, 11}, 5);
+        Tensor over = random_on(t, {9, 8}, 6);
+        Tensor accum = random_on(t, {9, 8}, 6);
+        k.copy_columns(nullptr, GradMode::Overwrite, over.data() + 1, 8, src.data() + 2, 11, 9, 5);
+        k.copy_columns(nullptr, GradMode::Accumulate, accum.data() + 1, 8, src.data() + 2, 11, 9,
+                       5);
+        return Outputs{{"fill", filled.to_vector()},       {"scale", scaled.to_vector()},
+                       {"add", sum.to_vector()},           {"add aliased", a.to_vector()},
+                       {"accumulate", acc.to_vector()},    {"copy_columns =", over.to_vector()},
+                       {"copy_columns +=", accum.to_vector()}};
+      },
+      kExact);
+}
+
+TEST(CudaVsCpu, ReductionsMatchAndAreDeterministic) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  const KernelTable& cpu = kernels_for(Target::Cpu);
+  const KernelTable& gpu = kernels_for(Target::Cuda);
+  for (std::int64_t n : {1, 1000, 8192, 8193, 1000003}) {
+    const std::vector<float> v = random_values(static_cast<std::size_t>(n), 9, -2.0f, 3.0f);
+    const Tensor hc = on(Target::Cpu, {n}, v);
+    const Tensor dc = on(Target::Cuda, {n}, v);
+    const double s_ref = cpu.sum(nullptr, hc.data(), n);
+    const double q_ref = cpu.sum_squares(nullptr, hc.data(), n);
+    const double s = gpu.sum(nullptr, dc.data(), n);
+    const double q = gpu.sum_squares(nullptr, dc.data(), n);
+    // Both sum in double: only the order differs.
+    EXPECT_NEAR(s, s_ref, 1e-9 * (1.0 + q_ref)) << "sum, n = " << n;
+    EXPECT_NEAR(q, q_ref, 1e-9 * (1.0 + q_ref)) << "sum_squares, n = " << n;
+    EXPECT_EQ(gpu.sum(nullptr, dc.data(), n), s) << "sum not deterministic, n = " << n;
+    EXPECT_EQ(gpu.sum_squares(nullptr, dc.data(), n), q) << "n = " << n;
+  }
+}
+
+TEST(CudaVsCpu, ActivationsForwardAndBackward) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  for (Activation act : kAllActivations) {
+    SCOPED_TRACE(std::string(to_string(act)));
+    expect_same_on_both([act](Target t) {
+      const KernelTable& k = kernels_for(t);
+      const std::int64_t n = 4099;
+      Tensor x = random_on(t, {n}, 11, -4.0f, 4.0f);
+      Tensor dy = random_on(t, {n}, 12);
+      Tensor y({n}, t);
+      Tensor dx({n}, t);
+      k.activation_forward(nullptr, act, y.data(), x.data(), n);
+      k.activation_backward(nullptr, act, dx.data(), dy.data(), x.data(), y.data(), n);
+      k.activation_backward(nullptr, act, dy.data(), dy.data(), x.data(), y.data(), n);  // alias
+      return Outputs{
+          {"y", y.to_vector()}, {"dx", dx.to_vector()}, {"dx aliased", dy.to_vector()}};
+    });
+  }
+}
+
+// One forward and two backward passes (Overwrite, then Accumulate on top) of the Linear family.
+Outputs run_linear(Target t, Activation act, std::int64_t rows, std::int64_t in, std::int64_t out,
+                   bool bias, bool with_dx) {
+  const KernelTable& k = kernels_for(t);
+  Tensor x = random_on(t, {rows, in}, 21);
+  Tensor w = random_on(t, {out, in}, 22, -0.3f, 0.3f);
+  Tensor b = random_on(t, {out}, 23);
+  Tensor dy = random_on(t, {rows, out}, 24);
+  Tensor y({rows, out}, t);
+  Tensor pre({rows, out}, t);
+  Tensor dpre({rows, out}, t);
+  Tensor dx({rows, in}, t);
+  Tensor dw = random_on(t, {out, in}, 25);  // Overwrite must not read it
+  Tensor db = random_on(t, {out}, 26);
+  const float* bp = bias ? b.data() : nullptr;
+  float* dbp = bias ? db.data() : nullptr;
+  const bool keep_pre = activation_needs_input(act);
+  k.linear_forward(nullptr, act, y.data(), keep_pre ? pre.data() : nullptr, x.data(), w.data(),
+                   bp, rows, in, out);
+  Outputs o{{"y", y.to_vector()}};
+  if (keep_pre) o.emplace_back("pre", pre.to_vector());
+  const float* prep = keep_pre ? pre.data() : nullptr;
+  k.linear_backward(nullptr, act, GradMode::Overwrite, with_dx ? dx.data() : nullptr, dw.data(),
+                    dbp, dpre.data(), dy.data(), x.data(), w.data(), y.data(), prep, rows, in,
+                    out);
+  o.emplace_back("dw", dw.to_vector());
+  if (bias) o.emplace_back("db", db.to_vector());
+  if (with_dx) o.emplace_back("dx", dx.to_vector());
+  k.linear_backward(nullptr, act, GradMode::Accumulate, nullptr, dw.data(), dbp, dpre.data(),
+                    dy.data(), x.data(), w.data(), y.data(), prep, rows, in, out);
+  o.emplace_back("dw accumulated", dw.to_vector());
+  if (bias) o.emplace_back("db accumulated", db.to_vector());
+  return o;
+}
+
+TEST(CudaVsCpu, LinearFamilyEveryActivation) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  // out = 24 lets GeluTanh use the fused GELU_AUX_BIAS epilogue (aux ld a multiple of 8);
+  // out = 5 takes the unfused path; a batch of one row is the degenerate GEMM.
+  struct Size {
+    std::int64_t rows, in, out;
+  };
+  for (const Size s : {Size{33, 70, 24}, Size{7, 6, 5}, Size{1, 9, 16}}) {
+    for (Activation act : kAllActivations) {
+      SCOPED_TRACE(std::string(to_string(act)) + " rows " + std::to_string(s.rows) + " in " +
+                   std::to_string(s.in) + " out " + std::to_string(s.out));
+      // cuBLASLt's GELU epilogue may use a hardware tanh approximation: looser on y only.
+      Tol tol = act == Activation::GeluTanh ? Tol{5e-4, 1e-3} : kGemm;
+      expect_same_on_both(
+          [&](Target t) { return run_linear(t, act, s.rows, s.in, s.out, true, true); }, tol);
+    }
+  }
+}
+
+TEST(CudaVsCpu, LinearWithoutBiasOrInputGradient) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  for (Activation act : {Activation::Identity, Activation::ReLU, Activation::GeluTanh,
+                         Activation::SiLU}) {
+    SCOPED_TRACE(std::string(to_string(act)));
+    Tol tol = act == Activation::GeluTanh ? Tol{5e-4, 1e-3} : kGemm;
+    expect_same_on_both([&](Target t) { return run_linear(t, act, 12, 20, 16, false, false); },
+                        tol);
+  }
+}
+
+TEST(CudaVsCpu, SoftmaxForwardAndBackward) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  for (std::int64_t cols : {1, 10, 33, 1000}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    expect_same_on_both(
+        [cols](Target t) {
+          const KernelTable& k = kernels_for(t);
+          const std::int64_t rows = 17;
+          Tensor x = random_on(t, {rows, cols}, 31, -8.0f, 8.0f);
+          Tensor dy = random_on(t, {rows, cols}, 32);
+          Tensor y({rows, cols}, t);
+          Tensor dx({rows, cols}, t);
+          k.softmax_forward(nullptr, y.data(), x.data(), rows, cols);
+          k.softmax_backward(nullptr, dx.data(), dy.data(), y.data(), rows, cols);
+          return Outputs{{"y", y.to_vector()}, {"dx", dx.to_vector()}};
+        },
+        kReduction);
+  }
+}
+
+TEST(CudaVsCpu, LayerNormForwardAndBackward) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  for (std::int64_t cols : {1, 7, 64, 777}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    expect_same_on_both(
+        [cols](Target t) {
+          const KernelTable& k = kernels_for(t);
+          const std::int64_t rows = 300;  // more than one column-sum chunk of rows
+          Tensor x = random_on(t, {rows, cols}, 41, -3.0f, 5.0f);
+          Tensor gamma = random_on(t, {cols}, 42, 0.5f, 1.5f);
+          Tensor beta = random_on(t, {cols}, 43);
+          Tensor dy = random_on(t, {rows, cols}, 44);
+          Tensor y({rows, cols}, t);
+          Tensor mean({rows}, t);
+          Tensor rstd({rows}, t);
+          Tensor dx({rows, cols}, t);
+          Tensor dgamma = random_on(t, {cols}, 45);
+          Tensor dbeta = random_on(t, {cols}, 46);
+          k.layernorm_forward(nullptr, y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
+                              beta.data(), rows, cols, 1e-5f);
+          k.layernorm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(),
+                               dbeta.data(), dy.data(), x.data(), gamma.data(), mean.data(),
+                               rstd.data(), rows, cols);
+          Outputs o{{"y", y.to_vector()},         {"mean", mean.to_vector()},
+                    {"rstd", rstd.to_vector()},   {"dx", dx.to_vector()},
+                    {"dgamma", dgamma.to_vector()}, {"dbeta", dbeta.to_vector()}};
+          k.layernorm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(),
+                               dbeta.data(), dy.data(), x.data(), gamma.data(), mean.data(),
+                               rstd.data(), rows, cols);
+          o.emplace_back("dgamma accumulated", dgamma.to_vector());
+          o.emplace_back("dbeta accumulated", dbeta.to_vector());
+          return o;
+        },
+        kReduction);
+  }
+}
+
+TEST(CudaVsCpu, RmsNormForwardAndBackward) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  for (std::int64_t cols : {1, 7, 64, 777}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    expect_same_on_both(
+        [cols](Target t) {
+          const KernelTable& k = kernels_for(t);
+          const std::int64_t rows = 300;
+          Tensor x = random_on(t, {rows, cols}, 51, -3.0f, 5.0f);
+          Tensor gamma = random_on(t, {cols}, 52, 0.5f, 1.5f);
+          Tensor dy = random_on(t, {rows, cols}, 54);
+          Tensor y({rows, cols}, t);
+          Tensor rstd({rows}, t);
+          Tensor dx({rows, cols}, t);
+          Tensor dgamma = random_on(t, {cols}, 55);
+          k.rmsnorm_forward(nullptr, y.data(), rstd.data(), x.data(), gamma.data(), rows, cols,
+                            1e-6f);
+          k.rmsnorm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(), dy.data(),
+                             x.data(), gamma.data(), rstd.data(), rows, cols);
+          Outputs o{{"y", y.to_vector()},
+                    {"rstd", rstd.to_vector()},
+                    {"dx", dx.to_vector()},
+                    {"dgamma", dgamma.to_vector()}};
+          k.rmsnorm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(), dy.data(),
+                             x.data(), gamma.data(), rstd.data(), rows, cols);
+          o.emplace_back("dgamma accumulated", dgamma.to_vector());
+          return o;
+        },
+        kReduction);
+  }
+}
+
+TEST(CudaVsCpu, EmbeddingIsBitIdenticalWithRepeatedIds) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  expect_same_on_both(
+      [](Target t) {
+        const KernelTable& k = kernels_for(t);
+        const std::int64_t vocab = 50, dim = 300;
+        // Repeated ids (3 and 7 many times) test the fixed accumulation order.
+        std::vector<std::int32_t> id_values;
+        for (int i = 0; i < 200; ++i) {
+          id_values.push_back(i % 3 == 0 ? 3 : (i % 5 == 0 ? 7 : i % 50));
+        }
+        const std::int64_t rows = static_cast<std::int64_t>(id_values.size());
+        Tensor ids = ids_on(t, id_values);
+        Tensor table = random_on(t, {vocab, dim}, 61);
+        Tensor dy = random_on(t, {rows, dim}, 62);
+        Tensor y({rows, dim}, t);
+        Tensor dtable = random_on(t, {vocab, dim}, 63);  // Overwrite must not read it
+        k.embedding_forward(nullptr, y.data(), ids.ids(), table.data(), rows, dim);
+        k.embedding_backward(nullptr, GradMode::Overwrite, dtable.data(), dy.data(), ids.ids(),
+                             rows, dim, vocab);
+        Outputs o{{"y", y.to_vector()}, {"dtable", dtable.to_vector()}};
+        k.embedding_backward(nullptr, GradMode::Accumulate, dtable.data(), dy.data(), ids.ids(),
+                             rows, dim, vocab);
+        o.emplace_back("dtable accumulated", dtable.to_vector());
+        return o;
+      },
+      kExact);
+}
+
+TEST(CudaVsCpu, DropoutMasksAreBitIdentical) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  for (float p : {0.0f, 0.1f, 0.5f, 1.0f}) {
+    SCOPED_TRACE("p " + std::to_string(p));
+    expect_same_on_both(
+        [p](Target t) {
+          const KernelTable& k = kernels_for(t);
+          const std::int64_t rows = 37, cols = 129;
+          const DropoutKey key{1234, 17, 40};
+          Tensor x = random_on(t, {rows, cols}, 71);
+          Tensor dy = random_on(t, {rows, cols}, 72);
+          Tensor y({rows, cols}, t);
+          Tensor dx({rows, cols}, t);
+          k.dropout_forward(nullptr, y.data(), x.data(), key, p, rows, cols);
+          k.dropout_backward(nullptr, dx.data(), dy.data(), key, p, rows, cols);
+          k.dropout_forward(nullptr, x.data(), x.data(), key, p, rows, cols);  // y aliases x
+          return Outputs{
+              {"y", y.to_vector()}, {"dx", dx.to_vector()}, {"y aliased", x.to_vector()}};
+        },
+        kExact);
+  }
+}
+
+TEST(CudaVsCpu, DropoutBackwardUsesTheForwardMask) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  // With x = dy = 1, forward gives mask · scale and backward must give the very same values.
+  const KernelTable& k = kernels_for(Target::Cuda);
+  const std::int64_t rows = 64, cols = 65;
+  const DropoutKey key{99, 3, 128};
+  const std::vector<float> ones(static_cast<std::size_t>(rows * cols), 1.0f);
+  Tensor x = on(Target::Cuda, {rows, cols}, ones);
+  Tensor y({rows, cols}, Target::Cuda);
+  Tensor dx({rows, cols}, Target::Cuda);
+  k.dropout_forward(nullptr, y.data(), x.data(), key, 0.3f, rows, cols);
+  k.dropout_backward(nullptr, dx.data(), x.data(), key, 0.3f, rows, cols);
+  const std::vector<float> yv = y.to_vector();
+  EXPECT_EQ(dx.to_vector(), yv);
+  std::size_t dropped = 0;
+  for (float v : yv) dropped += v == 0.0f;
+  EXPECT_GT(dropped, yv.size() / 5);  // about 30 % dropped: the mask is not all-ones
+  EXPECT_LT(dropped, yv.size() * 2 / 5);
+}
+
+TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  for (std::int64_t classes : {1, 10, 257}) {
+    SCOPED_TRACE("classes " + std::to_string(classes));
+    expect_same_on_both(
+        [classes](Target t) {
+          const KernelTable& k = kernels_for(t);
+          const std::int64_t rows = 45;
+          std::vector<std::int32_t> label_values;
+          for (std::int64_t r = 0; r < rows; ++r) {
+            label_values.push_back(static_cast<std::int32_t>((r * 7) % classes));
+          }
+          Tensor labels = ids_on(t, label_values);
+          Tensor logits = random_on(t, {rows, classes}, 81, -20.0f, 20.0f);
+          Tensor target = random_on(t, {rows, classes}, 82, 0.0f, 0.2f);  // not summing to one
+          Tensor loss({rows}, t);
+          Tensor grad({rows, classes}, t);
+          Outputs o;
+          k.cross_entropy(nullptr, loss.data(), grad.data(), logits.data(), labels.ids(), rows,
+                          classes, 0.25f);
+          o.emplace_back("ce loss", loss.to_vector());
+          o.emplace_back("ce grad", grad.to_vector());
+          k.cross_entropy(nullptr, loss.data(), nullptr, logits.data(), labels.ids(), rows,
+                          classes, 0.25f);
+          o.emplace_back("ce loss only", loss.to_vector());
+          k.soft_cross_entropy(nullptr, loss.data(), grad.data(), logits.data(), target.data(),
+                               rows, classes, 0.5f);
+          o.emplace_back("soft ce loss", loss.to_vector());
+          o.emplace_back("soft ce grad", grad.to_vector());
+          k.soft_cross_entropy(nullptr, loss.data(), nullptr, logits.data(), target.data(), rows,
+                               classes, 0.5f);
+          o.emplace_back("soft ce loss only", loss.to_vector());
+          k.mse(nullptr, loss.data(), grad.data(), logits.data(), target.data(), rows, classes,
+                2.0f);
+          o.emplace_back("mse loss", loss.to_vector());
+          o.emplace_back("mse grad", grad.to_vector());
+          k.mse(nullptr, loss.data(), nullptr, logits.data(), target.data(), rows, classes, 2.0f);
+          o.emplace_back("mse loss only", loss.to_vector());
+          return o;
+        },
+        Tol{1e-5, 1e-5});
+  }
+}
+
+TEST(CudaVsCpu, CountCorrectIsExactWithTies) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  const std::int64_t rows = 1000, classes = 10;
+  // Coarse values make ties frequent: the first maximum must win on both targets.
+  std::vector<float> logits = random_values(static_cast<std::size_t>(rows * classes), 91);
+  for (float& v : logits) v = std::round(v * 2.0f);
+  std::vector<std::int32_t> labels;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    labels.push_back(static_cast<std::int32_t>(r % classes));
+  }
+  std::int64_t counts[2] = {};
+  for (Target t : {Target::Cpu, Target::Cuda}) {
+    const KernelTable& k = kernels_for(t);
+    Tensor x = on(t, {rows, classes}, logits);
+    Tensor l = ids_on(t, labels);
+    counts[t == Target::Cuda] = k.count_correct(nullptr, x.data(), l.ids(), rows, classes);
+  }
+  EXPECT_EQ(counts[1], counts[0]);
+  EXPECT_GT(counts[0], 0);
+  EXPECT_LT(counts[0], rows);
+}
+
+TEST(CudaVsCpu, OptimizerStepsOverSeveralIterations) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  SgdHyper plain;
+  plain.lr = 0.1f;
+  SgdHyper momentum = plain;
+  momentum.momentum = 0.9f;
+  momentum.weight_decay = 0.01f;
+  SgdHyper nesterov = momentum;
+  nesterov.nesterov = true;
+  for (const SgdHyper& h : {plain, momentum, nesterov}) {
+    SCOPED_TRACE("sgd momentum " + std::to_string(h.momentum) + " nesterov " +
+                 std::to_string(h.nesterov));
+    expect_same_on_both([h](Target t) {
+      const KernelTable& k = kernels_for(t);
+      const std::int64_t n = 10007;
+      Tensor w = random_on(t, {n}, 101);
+      Tensor buf({n}, t);
+      for (std::uint32_t step = 0; step < 3; ++step) {
+        Tensor g = random_on(t, {n}, 102 + step);
+        k.sgd_step(nullptr, w.data(), h.momentum != 0.0f ? buf.data() : nullptr, g.data(), n, h);
+      }
+      return Outputs{{"w", w.to_vector()}, {"momentum", buf.to_vector()}};
+    });
+  }
+  for (bool decoupled : {false, true}) {
+    SCOPED_TRACE(decoupled ? "adamw" : "adam");
+    expect_same_on_both([decoupled](Target t) {
+      const KernelTable& k = kernels_for(t);
+      const std::int64_t n = 10007;
+      Tensor w = random_on(t, {n}, 111);
+      Tensor m({n}, t);
+      Tensor v({n}, t);
+      AdamHyper h;
+      h.lr = 0.01f;
+      h.weight_decay = 0.1f;
+      h.decoupled = decoupled;
+      for (int step = 1; step <= 3; ++step) {
+        h.bias_correction1 = 1.0f - std::pow(h.beta1, static_cast<float>(step));
+        h.bias_correction2 = 1.0f - std::pow(h.beta2, static_cast<float>(step));
+        Tensor g = random_on(t, {n}, 112 + static_cast<std::uint32_t>(step));
+        k.adam_step(nullptr, w.data(), m.data(), v.data(), g.data(), n, h);
+      }
+      return Outputs{{"w", w.to_vector()}, {"m", m.to_vector()}, {"v", v.to_vector()}};
+    });
+  }
+}
+
+// A whole network built on each target from the same seed: the initial parameters are equal
+// (drawn on the host), so the forward and every gradient must agree within GEMM tolerance.
+TEST(CudaModule, SequentialMlpMatchesCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  using Net = Sequential<LinearReLU<13, 32>, LinearGELU<32, 16>, LinearTanh<16, 8>,
+                         LinearSiLU<8, 8>, Linear<8, 5>>;
+  const InitSpec spec{InitKind::XavierUniform, 0.0f, 0.02f, 2024};
+  const std::int64_t rows = 19;
+  const std::vector<float> xv = random_values(static_cast<std::size_t>(rows * Net::in_dim), 5);
+  const std::vector<float> dyv = random_values(static_cast<std::size_t>(rows * Net::out_dim), 6);
+  expect_same_on_both(
+      [&](Target t) {
+        Net net(Init(t, spec));
+        Context ctx = Context::for_target(t);
+        const Tensor x = on(t, {rows, Net::in_dim}, xv);
+        const Tensor dy = on(t, {rows, Net::out_dim}, dyv);
+        Outputs o{{"y", net.forward(ctx, x).to_vector()}};
+        o.emplace_back("dx", net.vjp(ctx, dy, InputGrad::Compute).to_vector());
+        for_each_param(net, [&](const std::string& name, Param& p) {
+          o.emplace_back(name + " (value)", p.val.to_vector());
+          o.emplace_back(name + " (grad)", p.grd.to_vector());
+        });
+        return o;
+      },
+      Tol{5e-4, 1e-3});
+}
+
+}  // namespace
+}  // namespace noeira

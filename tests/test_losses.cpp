@@ -1,0 +1,246 @@
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gradcheck.hpp"
+#include "loss/accuracy.hpp"
+#include "loss/cross_entropy.hpp"
+#include "loss/mse.hpp"
+#include "loss/soft_cross_entropy.hpp"
+
+namespace noeira {
+namespace {
+
+using testing::random_values;
+
+Context cpu() { return Context::for_target(Target::Cpu); }
+
+Tensor matrix(std::int64_t rows, std::int64_t cols, std::vector<float> values) {
+  return Tensor::from_host({rows, cols}, values);
+}
+
+Tensor labels(std::vector<std::int32_t> ids) {
+  return Tensor::from_host_ids({static_cast<std::int64_t>(ids.size())}, ids);
+}
+
+// Compares grad (for grad_scale) against central differences of scale · loss(x), the loss summed
+// over rows in double.
+void expect_gradient_matches(Tensor x, const std::vector<float>& grad, float scale,
+                             const std::function<double(const Tensor&)>& loss) {
+  std::vector<float> xv = x.to_vector();
+  ASSERT_EQ(xv.size(), grad.size());
+  const float eps = 1e-2f;
+  for (std::size_t i = 0; i < xv.size(); ++i) {
+    const float orig = xv[i];
+    xv[i] = orig + eps;
+    x.copy_from(xv);
+    const double lp = loss(x);
+    xv[i] = orig - eps;
+    x.copy_from(xv);
+    const double lm = loss(x);
+    xv[i] = orig;
+    x.copy_from(xv);
+    const double numeric = scale * (lp - lm) / (2.0 * eps);
+    EXPECT_NEAR(grad[i], numeric, 2e-4 + 1e-2 * std::abs(numeric)) << "element " << i;
+  }
+}
+
+// --- cross-entropy ---------------------------------------------------------------------------
+
+TEST(CrossEntropyLoss, UniformLogitsGiveLogClasses) {
+  Context ctx = cpu();
+  CrossEntropyLoss ce;
+  const Tensor logits = matrix(3, 5, std::vector<float>(15, 2.5f));
+  const double loss = ce.forward_backward(ctx, logits, labels({0, 4, 2}), 1.0f / 3.0f);
+  EXPECT_NEAR(loss, 3.0 * std::log(5.0), 1e-5);
+  // Gradient: (1/5 - onehot) / 3.
+  const std::vector<float> g = ce.grad().to_vector();
+  const std::vector<std::int32_t> lab = {0, 4, 2};
+  for (std::int64_t r = 0; r < 3; ++r) {
+    for (std::int64_t c = 0; c < 5; ++c) {
+      const float expected = (0.2f - (c == lab[static_cast<std::size_t>(r)] ? 1.0f : 0.0f)) / 3.0f;
+      EXPECT_NEAR(g[static_cast<std::size_t>(r * 5 + c)], expected, 1e-7);
+    }
+  }
+}
+
+TEST(CrossEntropyLoss, TwoClassClosedForm) {
+  Context ctx = cpu();
+  CrossEntropyLoss ce;
+  // Row 0: -log σ(a - b) = log(1 + e^{b-a}) with a = 1, b = 3. Row 1: label 1 of [0, -2].
+  const double loss = ce.forward(ctx, matrix(2, 2, {1, 3, 0, -2}), labels({0, 1}));
+  EXPECT_NEAR(loss, std::log1p(std::exp(2.0)) + std::log1p(std::exp(2.0)), 1e-5);
+}
+
+TEST(CrossEntropyLoss, GradientMatchesFiniteDifferences) {
+  Context ctx = cpu();
+  CrossEntropyLoss ce;
+  const Tensor lab = labels({3, 0, 6, 6, 1});
+  Tensor logits = matrix(5, 7, random_values(35, 1, -3.0f, 3.0f));
+  const float scale = 1.0f / 5.0f;
+  ce.forward_backward(ctx, logits, lab, scale);
+  CrossEntropyLoss eval;
+  expect_gradient_matches(logits, ce.grad().to_vector(), scale,
+                          [&](const Tensor& x) { return eval.forward(ctx, x, lab); });
+}
+
+TEST(CrossEntropyLoss, HugeLogitsStayFinite) {
+  Context ctx = cpu();
+  CrossEntropyLoss ce;
+  const Tensor logits = matrix(2, 3, {1e4f, -1e4f, 0.0f, 1e4f, 1e4f, -1e4f});
+  const double loss = ce.forward_backward(ctx, logits, labels({1, 0}), 1.0f);
+  // Row 0: lse = 1e4, loss = 2e4. Row 1: two equal maxima, loss = log 2.
+  EXPECT_NEAR(loss, 2e4 + std::log(2.0), 1e-2);
+  const std::vector<float> g = ce.grad().to_vector();
+  for (float v : g) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_EQ(g, (std::vector<float>{1.0f, -1.0f, 0.0f, -0.5f, 0.5f, 0.0f}));
+}
+
+TEST(CrossEntropyLoss, LabelOutOfRangeNamesRowAndLabel) {
+  Context ctx = cpu();
+  CrossEntropyLoss ce;
+  const Tensor logits = matrix(3, 4, std::vector<float>(12, 0.0f));
+  try {
+    ce.forward_backward(ctx, logits, labels({0, 3, 4}), 1.0f);
+    FAIL() << "label 4 of 4 classes was accepted";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("row 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("label 4"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(ce.forward(ctx, logits, labels({0, -1, 1})), InputError);
+  EXPECT_THROW(ce.forward(ctx, logits, labels({0, 1})), InputError);  // row count mismatch
+}
+
+TEST(CrossEntropyLoss, EvalForwardLeavesTheGradientAlone) {
+  Context ctx = cpu();
+  CrossEntropyLoss ce;
+  ce.forward_backward(ctx, matrix(1, 3, {1, 2, 3}), labels({2}), 1.0f);
+  const std::vector<float> before = ce.grad().to_vector();
+  const double loss = ce.forward(ctx, matrix(1, 3, {5, 0, 0}), labels({1}));
+  EXPECT_NEAR(loss, 5.0 + std::log(1.0 + 2.0 * std::exp(-5.0)), 1e-5);
+  EXPECT_EQ(ce.grad().to_vector(), before);
+}
+
+TEST(CrossEntropyLoss, SameResultForAnyThreadCount) {
+  Context ctx = cpu();
+  const std::int64_t rows = 4096, classes = 10;  // past the parallel threshold
+  const Tensor logits = matrix(rows, classes, random_values(rows * classes, 2, -4.0f, 4.0f));
+  std::vector<std::int32_t> ids(rows);
+  for (std::int64_t r = 0; r < rows; ++r) ids[static_cast<std::size_t>(r)] = r % classes;
+  const Tensor lab = labels(ids);
+  const int threads = omp_get_max_threads();
+  CrossEntropyLoss a, b;
+  omp_set_num_threads(1);
+  const double la = a.forward_backward(ctx, logits, lab, 1.0f / rows);
+  omp_set_num_threads(std::max(threads, 2));
+  const double lb = b.forward_backward(ctx, logits, lab, 1.0f / rows);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(la, lb);
+  EXPECT_EQ(a.grad().to_vector(), b.grad().to_vector());
+}
+
+// --- soft cross-entropy ----------------------------------------------------------------------
+
+TEST(SoftCrossEntropyLoss, OneHotTargetsMatchCrossEntropy) {
+  Context ctx = cpu();
+  const Tensor logits = matrix(2, 3, random_values(6, 3, -2.0f, 2.0f));
+  CrossEntropyLoss ce;
+  SoftCrossEntropyLoss sce;
+  const double hard = ce.forward_backward(ctx, logits, labels({2, 0}), 0.5f);
+  const double soft = sce.forward_backward(ctx, logits, matrix(2, 3, {0, 0, 1, 1, 0, 0}), 0.5f);
+  EXPECT_NEAR(soft, hard, 1e-5);
+  const std::vector<float> gh = ce.grad().to_vector();
+  const std::vector<float> gs = sce.grad().to_vector();
+  for (std::size_t i = 0; i < gh.size(); ++i) EXPECT_NEAR(gs[i], gh[i], 1e-6);
+}
+
+TEST(SoftCrossEntropyLoss, UniformTargetsOnEqualLogitsGiveLogClasses) {
+  Context ctx = cpu();
+  SoftCrossEntropyLoss sce;
+  const double loss =
+      sce.forward(ctx, matrix(1, 4, {-7, -7, -7, -7}), matrix(1, 4, {0.25f, 0.25f, 0.25f, 0.25f}));
+  EXPECT_NEAR(loss, std::log(4.0), 1e-6);
+}
+
+TEST(SoftCrossEntropyLoss, GradientMatchesFiniteDifferences) {
+  Context ctx = cpu();
+  SoftCrossEntropyLoss sce;
+  // Targets that do not sum to one: the gradient must still be that of the formula.
+  const Tensor targets = matrix(3, 5, random_values(15, 4, 0.0f, 0.6f));
+  Tensor logits = matrix(3, 5, random_values(15, 5, -3.0f, 3.0f));
+  sce.forward_backward(ctx, logits, targets, 0.25f);
+  SoftCrossEntropyLoss eval;
+  expect_gradient_matches(logits, sce.grad().to_vector(), 0.25f,
+                          [&](const Tensor& x) { return eval.forward(ctx, x, targets); });
+}
+
+TEST(SoftCrossEntropyLoss, HugeLogitsStayFinite) {
+  Context ctx = cpu();
+  SoftCrossEntropyLoss sce;
+  const double loss = sce.forward_backward(ctx, matrix(1, 3, {1e4f, -1e4f, 0.0f}),
+                                           matrix(1, 3, {0.5f, 0.5f, 0.0f}), 1.0f);
+  EXPECT_NEAR(loss, 1e4, 1e-2);  // 0.5·0 + 0.5·2e4
+  for (float v : sce.grad().to_vector()) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(SoftCrossEntropyLoss, RejectsMismatchedTargets) {
+  Context ctx = cpu();
+  SoftCrossEntropyLoss sce;
+  const Tensor logits = matrix(2, 3, std::vector<float>(6));
+  EXPECT_THROW(sce.forward(ctx, logits, matrix(3, 2, std::vector<float>(6))), InputError);
+}
+
+// --- mean squared error ----------------------------------------------------------------------
+
+TEST(MSELoss, ClosedForm) {
+  Context ctx = cpu();
+  MSELoss mse;
+  // Row 0: (1 + 4) / 2; row 1: (0 + 9) / 2.
+  const double loss = mse.forward_backward(ctx, matrix(2, 2, {1, 2, 3, 4}),
+                                           matrix(2, 2, {0, 0, 3, 1}), 0.5f);
+  EXPECT_NEAR(loss, 7.0, 1e-6);
+  // d/dp = 2 (p - t) / cols · scale = (p - t) / 2.
+  EXPECT_EQ(mse.grad().to_vector(), (std::vector<float>{0.5f, 1.0f, 0.0f, 1.5f}));
+}
+
+TEST(MSELoss, GradientMatchesFiniteDifferences) {
+  Context ctx = cpu();
+  MSELoss mse;
+  const Tensor target = matrix(4, 3, random_values(12, 6));
+  Tensor pred = matrix(4, 3, random_values(12, 7));
+  mse.forward_backward(ctx, pred, target, 0.25f);
+  MSELoss eval;
+  expect_gradient_matches(pred, mse.grad().to_vector(), 0.25f,
+                          [&](const Tensor& x) { return eval.forward(ctx, x, target); });
+}
+
+TEST(MSELoss, RejectsMismatchedTarget) {
+  Context ctx = cpu();
+  MSELoss mse;
+  EXPECT_THROW(mse.forward(ctx, matrix(2, 2, {1, 2, 3, 4}), matrix(1, 4, {1, 2, 3, 4})),
+               InputError);
+}
+
+// --- accuracy --------------------------------------------------------------------------------
+
+TEST(CountCorrect, CountsArgMaxHitsWithFirstMaxOnTies) {
+  Context ctx = cpu();
+  const Tensor logits = matrix(4, 3, {
+                                         0, 5, 1,   // arg-max 1
+                                         2, 2, 0,   // tie: 0
+                                         -1, -3, -2,  // 0
+                                         0, 0, 9,   // 2
+                                     });
+  EXPECT_EQ(count_correct(ctx, logits, labels({1, 0, 0, 2})), 4);
+  EXPECT_EQ(count_correct(ctx, logits, labels({1, 1, 2, 2})), 2);  // the tie does not go to 1
+  EXPECT_EQ(count_correct(ctx, logits, labels({0, 2, 1, 0})), 0);
+  EXPECT_THROW(count_correct(ctx, logits, labels({0, 3, 1, 0})), InputError);
+}
+
+}  // namespace
+}  // namespace noeira
