@@ -1,0 +1,147 @@
+#pragma once
+// The collective interface every sharding policy talks to (c10d-like). One shape per op:
+//   op(buffers, const CollectiveOptions& = {}) -> Work
+// Buffers are fp32 spans (element counts travel with the span, never bytes); reductions are sums
+// and the caller applies 1/N. Backends: MPI (real processes), simulated (threads in one process).
+//
+// Contract of Work, the asynchronous handle:
+//  - the op may still be running when the call returns: the caller must not read or write the
+//    buffers it passed until wait() returned (or is_completed() said true);
+//  - wait() blocks until the op is complete on this rank and rethrows its error, naming the
+//    collective, its sequence number and the rank; is_completed() never blocks and also rethrows;
+//  - a Work destroyed before completion waits for it (buffers must outlive it) and swallows its
+//    error; destroyed while an exception unwinds, it first tells the backend this rank is failing
+//    so that peers fail fast instead of waiting for it.
+//
+// Every op runs through one private funnel (ProcessGroup::run) that checks preconditions,
+// assigns the per-group sequence number (the first collective of a group is #1), registers the
+// op with the watchdog and wraps backend errors. All ranks must call the same ops in the same
+// order with the same counts; the watchdog turns a violation (a hang or a mismatch) into an error.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace noeira::dist {
+
+class Watchdog;
+
+using Milliseconds = std::chrono::milliseconds;
+
+// The "inherit the group's timeout" value of CollectiveOptions::timeout.
+inline constexpr Milliseconds kInheritTimeout{-1};
+// The group timeout when none is given: long enough for a slow step, short enough to notice.
+inline constexpr Milliseconds kDefaultTimeout = std::chrono::minutes(5);
+
+enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Barrier };
+
+std::string_view to_string(Collective c);
+
+struct CollectiveOptions {
+  Milliseconds timeout = kInheritTimeout;
+};
+
+struct ProcessGroupOptions {
+  Milliseconds timeout = kDefaultTimeout;  // for every op whose options inherit
+};
+
+// One op as the funnel hands it to a backend. For allreduce and broadcast, in and out are the
+// same buffer; for barrier both are empty.
+struct CollectiveCall {
+  Collective kind = Collective::Barrier;
+  std::uint64_t seq = 0;
+  std::span<const float> in;
+  std::span<float> out;
+  int root = 0;
+  Milliseconds timeout{0};
+  // Elements per rank that the op moves: the buffer for allreduce / broadcast, the shard for
+  // reduce-scatter / all-gather, 0 for barrier. Equal on every rank of a well-formed call.
+  std::int64_t count = 0;
+};
+
+// A backend's handle on one started op.
+class WorkImpl {
+ public:
+  virtual ~WorkImpl() = default;
+  // True when complete; throws the op's error. Never blocks.
+  virtual bool test() = 0;
+  // Blocks until complete; throws the op's error.
+  virtual void wait() = 0;
+  // This rank is failing with the op in flight: make peers fail fast (simulated backend).
+  virtual void abandon() noexcept {}
+};
+
+class Work {
+ public:
+  Work() = default;  // an already completed op
+  Work(Work&&) noexcept;
+  Work& operator=(Work&& other) noexcept;
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+  ~Work();
+
+  void wait();
+  bool is_completed();
+
+  struct State;
+
+ private:
+  friend class ProcessGroup;
+  explicit Work(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  Milliseconds timeout() const { return timeout_; }
+  // Sequence number of the last op this group started (0 before the first).
+  std::uint64_t last_seq() const { return seq_; }
+  // "mpi" or "simulated".
+  virtual std::string_view backend() const = 0;
+
+  // buf = sum over ranks of buf.
+  Work allreduce(std::span<float> buf, const CollectiveOptions& opts = {});
+  // out = rank r's segment [r·out.size(), (r+1)·out.size()) of the sum over ranks of in;
+  // in.size() == out.size()·size(). In place when out is exactly this rank's segment of in (the
+  // rest of in is then unspecified afterwards); any other overlap is refused.
+  Work reduce_scatter(std::span<const float> in, std::span<float> out,
+                      const CollectiveOptions& opts = {});
+  // out segment q = rank q's in; out.size() == in.size()·size(). In place when in is exactly this
+  // rank's segment of out; any other overlap is refused.
+  Work all_gather(std::span<const float> in, std::span<float> out,
+                  const CollectiveOptions& opts = {});
+  // buf = root's buf.
+  Work broadcast(std::span<float> buf, int root, const CollectiveOptions& opts = {});
+  // Completes once every rank has entered it.
+  Work barrier(const CollectiveOptions& opts = {});
+
+ protected:
+  ProcessGroup(int rank, int size, const ProcessGroupOptions& options,
+               std::shared_ptr<Watchdog> watchdog);
+
+  // The backend's start of one op. Called by the funnel only, with preconditions checked.
+  virtual std::unique_ptr<WorkImpl> start(const CollectiveCall& call) = 0;
+
+ private:
+  Work run(Collective kind, std::span<const float> in, std::span<float> out, int root,
+           std::int64_t count, const CollectiveOptions& opts);
+
+  int rank_;
+  int size_;
+  Milliseconds timeout_;
+  std::uint64_t seq_ = 0;
+  std::shared_ptr<Watchdog> watchdog_;
+};
+
+// "allreduce #17 (rank 0 of 2)": how errors name an op.
+std::string describe(Collective kind, std::uint64_t seq, int rank, int size);
+
+}  // namespace noeira::dist

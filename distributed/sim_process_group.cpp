@@ -1,0 +1,264 @@
+#include "distributed/sim_process_group.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "distributed/watchdog.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira::dist {
+
+namespace {
+
+// One collective as the ranks arrive at it, keyed by sequence number.
+struct Slot {
+  Collective kind;
+  std::int64_t count;
+  int root;
+  int first_rank;  // whose call defines kind, count and root for the mismatch check
+  int arrivals = 0;
+  std::vector<bool> arrived;     // [ranks]
+  std::vector<const float*> in;  // [ranks]
+  std::vector<float*> out;       // [ranks]
+  bool done = false;
+};
+
+class SimWorld {
+ public:
+  explicit SimWorld(int ranks)
+      : ranks_(ranks),
+        watchdog_(
+            std::make_shared<Watchdog>([this](const CollectiveRecord& r) { on_timeout(r); })) {}
+
+  int ranks() const { return ranks_; }
+  const std::shared_ptr<Watchdog>& watchdog() const { return watchdog_; }
+
+  // Records rank's arrival at call.seq; the last rank to arrive performs the collective.
+  std::shared_ptr<Slot> arrive(int rank, const CollectiveCall& call) {
+    std::lock_guard lk(mu_);
+    throw_if_aborted();
+    std::shared_ptr<Slot>& slot = slots_[call.seq];
+    if (!slot) {
+      slot = std::make_shared<Slot>(Slot{
+          call.kind, call.count, call.root, rank, 0, std::vector<bool>(ranks_, false),
+          std::vector<const float*>(ranks_, nullptr), std::vector<float*>(ranks_, nullptr), false});
+    } else if (slot->kind != call.kind || slot->count != call.count || slot->root != call.root) {
+      const std::string reason =
+          detail::concat("collective mismatch at #", call.seq, ": rank ", slot->first_rank,
+                         " entered ", entered(slot->kind, slot->count, slot->root), ", rank ", rank,
+                         " entered ", entered(call.kind, call.count, call.root));
+      abort_locked(reason, -1);
+      throw Error(reason);
+    }
+    std::shared_ptr<Slot> mine = slot;  // `slot` dangles once erased below
+    mine->arrived[static_cast<std::size_t>(rank)] = true;
+    mine->in[static_cast<std::size_t>(rank)] = call.in.data();
+    mine->out[static_cast<std::size_t>(rank)] = call.out.data();
+    if (++mine->arrivals == ranks_) {
+      // Under the lock: an abort cannot interleave with the writes into the ranks' buffers.
+      perform(*mine);
+      mine->done = true;
+      slots_.erase(call.seq);
+      cv_.notify_all();
+    }
+    return mine;
+  }
+
+  bool test(const Slot& slot) {
+    std::lock_guard lk(mu_);
+    if (slot.done) return true;
+    throw_if_aborted();
+    return false;
+  }
+
+  void wait(const Slot& slot) {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return slot.done || aborted_; });
+    if (!slot.done) throw_if_aborted();
+  }
+
+  // Fails every waiting and future collective with `reason`. The first abort wins. origin_rank
+  // is the rank whose failure caused it (-1 for a watchdog timeout or a mismatch).
+  void abort(const std::string& reason, int origin_rank) {
+    std::lock_guard lk(mu_);
+    abort_locked(reason, origin_rank);
+  }
+
+  int origin_rank() const {
+    std::lock_guard lk(mu_);
+    return origin_rank_;
+  }
+
+ private:
+  static std::string entered(Collective kind, std::int64_t count, int root) {
+    std::string s = detail::concat(to_string(kind), " of ", count, " elements");
+    if (kind == Collective::Broadcast) s += detail::concat(" from root ", root);
+    return s;
+  }
+
+  void throw_if_aborted() const {
+    if (aborted_) throw Error(reason_);
+  }
+
+  void abort_locked(const std::string& reason, int origin_rank) {
+    if (aborted_) return;
+    aborted_ = true;
+    reason_ = reason;
+    origin_rank_ = origin_rank;
+    cv_.notify_all();
+  }
+
+  void on_timeout(const CollectiveRecord& record) {
+    std::lock_guard lk(mu_);
+    auto it = slots_.find(record.seq);
+    // Completed but not yet waited for, or the world already failed: nothing hangs.
+    if (aborted_ || it == slots_.end()) return;
+    std::vector<int> missing;
+    for (int r = 0; r < ranks_; ++r) {
+      if (!it->second->arrived[static_cast<std::size_t>(r)]) missing.push_back(r);
+    }
+    abort_locked(timeout_message(record, missing), -1);
+  }
+
+  // The fixed reduction order: acc = in[0]; acc += in[1]; ... in fp32, element by element.
+  void perform(Slot& s) {
+    const std::size_t n = static_cast<std::size_t>(s.count);
+    const std::size_t ranks = static_cast<std::size_t>(ranks_);
+    switch (s.kind) {
+      case Collective::AllReduce: {
+        scratch_.assign(s.in[0], s.in[0] + n);
+        for (std::size_t r = 1; r < ranks; ++r) {
+          for (std::size_t i = 0; i < n; ++i) scratch_[i] += s.in[r][i];
+        }
+        for (std::size_t r = 0; r < ranks; ++r)
+          std::copy(scratch_.begin(), scratch_.end(), s.out[r]);
+        break;
+      }
+      case Collective::ReduceScatter: {
+        // Every rank's segment is summed into scratch first, so outputs never feed inputs.
+        scratch_.assign(s.in[0], s.in[0] + n * ranks);
+        for (std::size_t r = 1; r < ranks; ++r) {
+          for (std::size_t i = 0; i < n * ranks; ++i) scratch_[i] += s.in[r][i];
+        }
+        for (std::size_t r = 0; r < ranks; ++r) {
+          std::copy_n(scratch_.begin() + static_cast<std::ptrdiff_t>(r * n), n, s.out[r]);
+        }
+        break;
+      }
+      case Collective::AllGather:
+        for (std::size_t r = 0; r < ranks; ++r) {
+          for (std::size_t q = 0; q < ranks; ++q) {
+            float* dst = s.out[r] + q * n;
+            if (dst != s.in[q]) std::copy_n(s.in[q], n, dst);  // in place: already there
+          }
+        }
+        break;
+      case Collective::Broadcast: {
+        const float* src = s.in[static_cast<std::size_t>(s.root)];
+        for (std::size_t r = 0; r < ranks; ++r) {
+          if (s.out[r] != src) std::copy_n(src, n, s.out[r]);
+        }
+        break;
+      }
+      case Collective::Barrier:
+        break;
+    }
+  }
+
+  const int ranks_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::uint64_t, std::shared_ptr<Slot>> slots_;
+  std::vector<float> scratch_;
+  bool aborted_ = false;
+  std::string reason_;
+  int origin_rank_ = -1;
+  // Last member: its thread calls on_timeout, so it must stop before the rest is destroyed.
+  std::shared_ptr<Watchdog> watchdog_;
+};
+
+class SimWork final : public WorkImpl {
+ public:
+  SimWork(SimWorld& world, std::shared_ptr<Slot> slot, int rank, std::string name)
+      : world_(world), slot_(std::move(slot)), rank_(rank), name_(std::move(name)) {}
+
+  bool test() override { return world_.test(*slot_); }
+  void wait() override { world_.wait(*slot_); }
+  void abandon() noexcept override {
+    world_.abort(detail::concat("rank ", rank_, " failed with ", name_, " in flight"), rank_);
+  }
+
+ private:
+  SimWorld& world_;
+  std::shared_ptr<Slot> slot_;
+  int rank_;
+  std::string name_;
+};
+
+class SimProcessGroup final : public ProcessGroup {
+ public:
+  SimProcessGroup(SimWorld& world, int rank, const ProcessGroupOptions& options)
+      : ProcessGroup(rank, world.ranks(), options, world.watchdog()), world_(world) {}
+
+  std::string_view backend() const override { return "simulated"; }
+
+ protected:
+  std::unique_ptr<WorkImpl> start(const CollectiveCall& call) override {
+    return std::make_unique<SimWork>(world_, world_.arrive(rank(), call), rank(),
+                                     describe(call.kind, call.seq, rank(), size()));
+  }
+
+ private:
+  SimWorld& world_;
+};
+
+std::string what_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace
+
+void run_simulated(int ranks, const std::function<void(ProcessGroup&)>& body,
+                   const ProcessGroupOptions& options) {
+  if (ranks < 1) throw InputError(detail::concat("--sim-ranks must be >= 1, got ", ranks));
+  SimWorld world(ranks);
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
+  std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        SimProcessGroup group(world, r, options);
+        body(group);
+      } catch (...) {
+        errors[static_cast<std::size_t>(r)] = std::current_exception();
+        world.abort(detail::concat("simulated world aborted: rank ", r,
+                                   " failed: ", what_of(errors[static_cast<std::size_t>(r)])),
+                    r);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // The root cause first: the rank whose failure aborted the world; otherwise (a timeout or a
+  // mismatch, which every rank reports alike) the lowest failing rank, for a stable message.
+  const int origin = world.origin_rank();
+  if (origin >= 0 && errors[static_cast<std::size_t>(origin)]) {
+    std::rethrow_exception(errors[static_cast<std::size_t>(origin)]);
+  }
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
+
+}  // namespace noeira::dist

@@ -1,0 +1,65 @@
+#pragma once
+// The collective watchdog: one thread that holds every op in flight with its deadline and calls a
+// backend-supplied handler for an op that has not completed in time. The handler knows how to
+// name the ranks that did not arrive (the simulated world knows; under MPI each rank publishes its
+// last entered sequence number through a one-sided window) and how to fail the job.
+//
+// The clock of an op starts when it is started, so a Work held unwaited longer than the timeout
+// reads as a hang; policies wait for their ops within the same step.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "distributed/process_group.hpp"
+
+namespace noeira::dist {
+
+struct CollectiveRecord {
+  Collective kind = Collective::Barrier;
+  std::uint64_t seq = 0;
+  int rank = 0;
+  std::int64_t count = 0;
+  std::chrono::steady_clock::time_point start;
+  Milliseconds timeout{0};
+};
+
+class Watchdog {
+ public:
+  // Called on the watchdog thread, once per op that timed out, without the watchdog's lock.
+  using Handler = std::function<void(const CollectiveRecord&)>;
+
+  explicit Watchdog(Handler on_timeout);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // Starts watching an op; returns the token that done() takes.
+  std::uint64_t track(const CollectiveRecord& record);
+  // The op completed (or failed and was reported): stop watching it. Unknown tokens are ignored.
+  void done(std::uint64_t token);
+  // Ops being watched now.
+  std::size_t in_flight() const;
+
+ private:
+  void loop();
+
+  Handler on_timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::uint64_t, CollectiveRecord> entries_;
+  std::uint64_t next_token_ = 1;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// "watchdog: allreduce #17 timed out after 2.0 s; ranks not arrived: 1, 3". An empty `missing`
+// reads "ranks not arrived: unknown" (the side channel could not tell).
+std::string timeout_message(const CollectiveRecord& record, std::span<const int> missing);
+
+}  // namespace noeira::dist

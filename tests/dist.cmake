@@ -1,0 +1,37 @@
+# Multi-rank tests of distributed/: a driver that owns MPI_Init, run under mpiexec with 2 and 3
+# ranks (3 gives uneven shards), oversubscribed, as root, without ssh.
+add_executable(dist_mpi_driver ${CMAKE_CURRENT_LIST_DIR}/dist_mpi_driver.cpp)
+target_compile_options(dist_mpi_driver PRIVATE ${noeira_warnings})
+target_link_libraries(dist_mpi_driver PRIVATE noeira_core)
+target_include_directories(dist_mpi_driver PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+
+set(noeira_mpi_test_env
+    "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_NUM_THREADS=1")
+
+foreach(ranks 2 3)
+  add_test(NAME dist_mpi_collectives_np${ranks}
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+                   $<TARGET_FILE:dist_mpi_driver> collectives)
+  set_tests_properties(dist_mpi_collectives_np${ranks} PROPERTIES
+                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 120 PROCESSORS ${ranks})
+
+  add_test(NAME dist_mpi_policies_np${ranks}
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+                   $<TARGET_FILE:dist_mpi_driver> policies)
+  set_tests_properties(dist_mpi_policies_np${ranks} PROPERTIES
+                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 120 PROCESSORS ${ranks})
+
+  # The last rank skips allreduce #2 and sleeps 60 s; the peers' watchdogs (1 s) must abort the
+  # job well inside ctest's 30 s, with a non-zero exit and a message naming that rank. sh prints
+  # the exit code so the test can require it to be non-zero.
+  math(EXPR skipper "${ranks} - 1")
+  add_test(NAME dist_mpi_watchdog_np${ranks}
+           COMMAND sh -c "\"$0\" \"$@\"; echo \"exit code $?\""
+                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+                   $<TARGET_FILE:dist_mpi_driver> watchdog 1000 ${skipper})
+  set_tests_properties(dist_mpi_watchdog_np${ranks} PROPERTIES
+                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 30 PROCESSORS ${ranks}
+                       PASS_REGULAR_EXPRESSION
+                       "noeira: error: watchdog: allreduce #2 timed out after 1\\.0 s; ranks not arrived: ${skipper}[^0-9]"
+                       FAIL_REGULAR_EXPRESSION "exit code 0[^0-9]|was not aborted|completed without")
+endforeach()

@@ -1,0 +1,185 @@
+// Sharding policies under the simulated backend: N ranks with the global batch split vs one rank
+// with the whole batch, ZeRO-1/2/3 vs DDP bit for bit, replicas identical after the initial
+// broadcast (and different before it), global-norm clipping, and memory per rank vs the formula.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <vector>
+
+#include "dist_training.hpp"
+#include "distributed/sim_process_group.hpp"
+
+namespace noeira::dist {
+namespace {
+
+using namespace harness;
+
+struct RunResult {
+  std::vector<std::vector<float>> params;            // [ranks] full parameters after the run
+  std::vector<std::vector<float>> before_broadcast;  // [ranks] local initial values
+  std::vector<double> losses;                        // rank 0: global mean loss per step
+  std::vector<double> norms;                         // rank 0: gradient norm per step
+};
+
+RunResult train_distributed(const RunOptions& o) {
+  std::vector<RankResult> ranks(static_cast<std::size_t>(o.ranks));
+  run_simulated(o.ranks, [&](ProcessGroup& pg) {
+    ranks[static_cast<std::size_t>(pg.rank())] = train_rank(pg, o);
+  });
+  RunResult result;
+  for (const RankResult& r : ranks) {
+    result.params.push_back(r.params);
+    result.before_broadcast.push_back(r.before_broadcast);
+  }
+  result.losses = ranks[0].losses;
+  result.norms = ranks[0].norms;
+  return result;
+}
+
+const Policy kPolicies[] = {Policy::Ddp, Policy::Zero1, Policy::Zero2, Policy::Zero3};
+
+TEST(DistPolicy, ParseNamesEveryPolicy) {
+  for (Policy p : kPolicies) EXPECT_EQ(parse_policy(to_string(p)), p);
+  EXPECT_THROW(parse_policy("zero4"), InputError);
+}
+
+TEST(DistPolicy, SplitBatchMatchesOneRankWithWholeBatch) {
+  std::vector<double> ref_losses;
+  const std::vector<float> ref = train_single(&ref_losses);
+  const double tol = 1e-4 * max_abs(ref) + 1e-6;
+  EXPECT_LT(ref_losses.back(), ref_losses.front());
+  for (Policy p : kPolicies) {
+    for (int n = 1; n <= 4; ++n) {
+      SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks");
+      const RunResult run = train_distributed({p, n});
+      ASSERT_EQ(run.params[0].size(), ref.size());
+      double worst = 0;
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        worst = std::max(worst, static_cast<double>(std::fabs(run.params[0][i] - ref[i])));
+      }
+      EXPECT_LE(worst, tol);
+      EXPECT_LT(run.losses.back(), run.losses.front());
+      EXPECT_NEAR(run.losses.front(), ref_losses.front(), 1e-5);
+      // The parameters moved: a policy that never updated would fail here, not pass.
+      double moved = 0;
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        moved = std::max(
+            moved, static_cast<double>(std::fabs(run.params[0][i] - run.before_broadcast[0][i])));
+      }
+      EXPECT_GT(moved, 100 * tol);
+    }
+  }
+}
+
+TEST(DistPolicy, ZeroStagesBitIdenticalToDdp) {
+  for (int n = 2; n <= 4; ++n) {
+    const RunResult ddp = train_distributed({Policy::Ddp, n});
+    for (Policy p : {Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
+      SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks");
+      const RunResult zero = train_distributed({p, n});
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(zero.params[static_cast<std::size_t>(r)],
+                  ddp.params[static_cast<std::size_t>(r)]);
+      }
+    }
+  }
+}
+
+TEST(DistPolicy, ClippingUsesTheGlobalNorm) {
+  // The norm of the whole gradient, whatever the sharding; small max so that clipping fires.
+  const int n = 3;
+  const RunResult ddp = train_distributed({Policy::Ddp, n, 0.05});
+  for (double norm : ddp.norms) EXPECT_GT(norm, 0.05);  // it fired every step
+  const RunResult unclipped = train_distributed({Policy::Ddp, n});
+  EXPECT_NE(ddp.params[0], unclipped.params[0]);
+  for (Policy p : {Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
+    SCOPED_TRACE(to_string(p));
+    const RunResult zero = train_distributed({p, n, 0.05});
+    ASSERT_EQ(zero.norms.size(), ddp.norms.size());
+    for (std::size_t s = 0; s < ddp.norms.size(); ++s) {
+      EXPECT_NEAR(zero.norms[s], ddp.norms[s], 1e-6 * ddp.norms[s]);
+    }
+    const double tol = 1e-4 * max_abs(ddp.params[0]) + 1e-6;
+    for (std::size_t i = 0; i < ddp.params[0].size(); ++i) {
+      ASSERT_NEAR(zero.params[0][i], ddp.params[0][i], tol) << i;
+    }
+  }
+}
+
+TEST(DistPolicy, ReplicasIdenticalAfterBroadcastAndDifferentBefore) {
+  for (Policy p : kPolicies) {
+    SCOPED_TRACE(to_string(p));
+    RunOptions o{p, 3};
+    o.rank_seeds = true;
+    const RunResult run = train_distributed(o);
+    // Not vacuous: the replicas started different.
+    EXPECT_NE(run.before_broadcast[0], run.before_broadcast[1]);
+    EXPECT_NE(run.before_broadcast[1], run.before_broadcast[2]);
+    for (int r = 1; r < 3; ++r) EXPECT_EQ(run.params[static_cast<std::size_t>(r)], run.params[0]);
+    // ... and the broadcast made them all rank 0's: the same run as with identical seeds.
+    const RunResult same_seeds = train_distributed({p, 3});
+    EXPECT_EQ(run.params[0], same_seeds.params[0]);
+  }
+}
+
+TEST(DistPolicy, BucketSizeAndHooksDoNotChangeResults) {
+  const RunResult small = train_distributed({Policy::Ddp, 3, 0.0, false, true, 16});
+  const RunResult one = train_distributed({Policy::Ddp, 3, 0.0, false, true, 1 << 20});
+  EXPECT_EQ(small.params[1], one.params[1]);
+  for (Policy p : {Policy::Ddp, Policy::Zero1}) {
+    const RunResult plain = train_distributed({p, 3, 0.0, false, /*hooks=*/false});
+    EXPECT_EQ(plain.params[2], one.params[2]) << to_string(p);
+  }
+  for (Policy p : {Policy::Zero2, Policy::Zero3}) {
+    EXPECT_THROW(train_distributed({p, 2, 0.0, false, /*hooks=*/false}), Error) << to_string(p);
+  }
+}
+
+TEST(DistPolicy, MemoryPerRankWithinFivePercentOfTheFormula) {
+  for (Policy p : kPolicies) {
+    for (int n : {2, 4}) {
+      std::vector<MemoryReport> reports(static_cast<std::size_t>(n));
+      run_simulated(n, [&](ProcessGroup& pg) {
+        reports[static_cast<std::size_t>(pg.rank())] = memory_after_one_step(pg, p);
+      });
+      for (const MemoryReport& m : reports) {
+        SCOPED_TRACE(m.to_string());
+        EXPECT_EQ(m.numel, 784 * 64 + 64 + 64 * 10 + 10);
+        EXPECT_NEAR(static_cast<double>(m.total_bytes()), m.formula_total_bytes(),
+                    0.05 * m.formula_total_bytes());
+        EXPECT_NEAR(static_cast<double>(m.param_bytes), m.formula_param_bytes,
+                    0.05 * m.formula_param_bytes);
+        EXPECT_NEAR(static_cast<double>(m.grad_bytes), m.formula_grad_bytes,
+                    0.05 * m.formula_grad_bytes);
+        EXPECT_NEAR(static_cast<double>(m.optimizer_bytes), m.formula_optimizer_bytes,
+                    0.05 * m.formula_optimizer_bytes);
+        EXPECT_GT(m.optimizer_bytes, 0);  // Adam's moments exist after a step
+      }
+    }
+  }
+}
+
+TEST(DistPolicy, RefusesWhatCannotRun) {
+  run_simulated(2, [](ProcessGroup& pg) {
+    Net model(Init(Target::Cpu, init_spec(1)));
+    Context ctx = Context::for_target(Target::Cpu);
+    ctx.grad_mode = GradMode::Accumulate;
+    EXPECT_THROW(ShardingPolicy(Policy::Zero2, walk_units(model), pg, ctx), Error);
+  });
+}
+
+TEST(DistPolicy, WalkUnitsFollowSequentialChildren) {
+  Net model(Init(Target::Cpu, init_spec(1)));
+  const WalkUnits w = walk_units(model);
+  EXPECT_EQ(w.unit_params, (std::vector<std::size_t>{2, 2, 2}));
+  ASSERT_EQ(w.params.size(), 6u);
+  EXPECT_EQ(w.params[0].name, "0.weight");
+  EXPECT_EQ(w.params[5].name, "2.bias");
+  Linear<3, 2> leaf(Init(Target::Cpu, init_spec(1)));
+  EXPECT_EQ(walk_units(leaf).unit_params, (std::vector<std::size_t>{2}));
+}
+
+}  // namespace
+}  // namespace noeira::dist
