@@ -1,20 +1,15 @@
 #include "distributed/mpi_process_group.hpp"
 
-#include <algorithm>
-#include <array>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <functional>
-#include <future>
 #include <string>
-#include <thread>
 #include <utility>
-#include <vector>
 
 #include "distributed/mpi_check.hpp"
+#include "distributed/mpi_side_channel.hpp"
 #include "distributed/watchdog.hpp"
 #include "kernels/error.hpp"
 
@@ -35,6 +30,19 @@ void mpi_fail(int code, const char* call, const char* file, int line) {
 
 // --- MpiRuntime --------------------------------------------------------------------------------
 
+namespace {
+// Open MPI's non-blocking allreduce (libnbc) reduces to a root and broadcasts back whenever there
+// are fewer than 4 ranks or the call is in place, i.e. for every allreduce we post (always in
+// place): twice the traffic of a bandwidth-optimal algorithm, measured 2-2.5x slower than
+// MPI_Allreduce at >= 1 MiB (benchmarks/bench_collectives.cpp). Rabenseifner's algorithm
+// (reduce-scatter by recursive halving, all-gather by recursive doubling; libnbc's number 3)
+// brings it to 0.9-1.0x. Read at MPI_Init; a choice the user made (an OMPI_MCA_ variable, which
+// is also how `mpirun --mca` passes it) wins. Other MPI libraries ignore the variable.
+void prefer_bandwidth_optimal_iallreduce() {
+  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", /*overwrite=*/0);
+}
+}  // namespace
+
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   int initialized = 0;
   NOEIRA_MPI_CHECK(MPI_Initialized(&initialized));
@@ -42,6 +50,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   if (initialized) {
     NOEIRA_MPI_CHECK(MPI_Query_thread(&provided));
   } else {
+    prefer_bandwidth_optimal_iallreduce();
     NOEIRA_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     owns_ = true;
   }
@@ -78,9 +87,6 @@ bool MpiRuntime::launched_by_mpi() {
 
 namespace {
 
-// What a rank publishes about the collective it entered last: {seq, kind, count}.
-constexpr int kEntryWords = 3;
-
 int count_of(std::int64_t n, const CollectiveCall& call) {
   if (n > INT_MAX) {
     throw Error(detail::concat(to_string(call.kind), " #", call.seq, ": ", n,
@@ -88,83 +94,6 @@ int count_of(std::int64_t n, const CollectiveCall& call) {
   }
   return static_cast<int>(n);
 }
-
-// The duplicated communicator and the side-channel window, shared by the group and the watchdog
-// handler (which must not outlive them: the group is destroyed with nothing in flight).
-struct MpiShared {
-  MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Win win = MPI_WIN_NULL;
-  std::int64_t* entry = nullptr;  // [kEntryWords] this rank's published entry, in the window
-  int rank = 0;
-  int size = 1;
-
-  void publish(const CollectiveCall& call) {
-    NOEIRA_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win));
-    entry[0] = static_cast<std::int64_t>(call.seq);
-    entry[1] = static_cast<std::int64_t>(call.kind);
-    entry[2] = call.count;
-    NOEIRA_MPI_CHECK(MPI_Win_unlock(rank, win));
-  }
-
-  // Every peer's published entry; this rank's own is the record's.
-  std::vector<std::array<std::int64_t, kEntryWords>> read_all() const {
-    std::vector<std::array<std::int64_t, kEntryWords>> all(static_cast<std::size_t>(size));
-    for (int r = 0; r < size; ++r) {
-      if (r == rank) continue;
-      NOEIRA_MPI_CHECK(MPI_Win_lock(MPI_LOCK_SHARED, r, 0, win));
-      NOEIRA_MPI_CHECK(MPI_Get(all[static_cast<std::size_t>(r)].data(), kEntryWords, MPI_INT64_T, r,
-                               0, kEntryWords, MPI_INT64_T, win));
-      NOEIRA_MPI_CHECK(MPI_Win_unlock(r, win));
-    }
-    return all;
-  }
-
-  // Runs on the watchdog thread. Never returns: the job ends here.
-  void on_timeout(const CollectiveRecord& record) {
-    // The query runs on its own thread with a bounded wait, so that a side channel which itself
-    // hangs (a peer whose MPI library is wedged) cannot keep the job alive.
-    auto query = std::make_shared<std::promise<std::string>>();
-    std::future<std::string> answer = query->get_future();
-    std::thread([this, record, query] {
-      try {
-        const auto all = read_all();
-        std::vector<int> missing;
-        std::string mismatched;
-        for (int r = 0; r < size; ++r) {
-          if (r == rank) continue;
-          const auto& e = all[static_cast<std::size_t>(r)];
-          if (e[0] < static_cast<std::int64_t>(record.seq)) {
-            missing.push_back(r);
-          } else if (e[0] == static_cast<std::int64_t>(record.seq) &&
-                     (e[1] != static_cast<std::int64_t>(record.kind) || e[2] != record.count)) {
-            mismatched +=
-                detail::concat("; rank ", r, " entered ", to_string(static_cast<Collective>(e[1])),
-                               " #", e[0], " of ", e[2], " elements");
-          }
-        }
-        query->set_value(timeout_message(record, missing) + mismatched);
-      } catch (...) {
-        query->set_exception(std::current_exception());
-      }
-    }).detach();
-    std::string message;
-    const auto budget = std::min(record.timeout, Milliseconds(10000));
-    if (answer.wait_for(budget) == std::future_status::ready) {
-      try {
-        message = answer.get();
-      } catch (const std::exception& e) {
-        message = timeout_message(record, {}) + " (side channel failed: " + e.what() + ")";
-      }
-    } else {
-      message = timeout_message(record, {}) + " (side channel did not answer)";
-    }
-    std::fprintf(stderr, "noeira: error: %s (seen by rank %d of %d)\n", message.c_str(), rank,
-                 size);
-    std::fflush(stderr);
-    MPI_Abort(comm, kWatchdogExitCode);
-    std::_Exit(kWatchdogExitCode);  // MPI_Abort should not return; make sure
-  }
-};
 
 class MpiWork final : public WorkImpl {
  public:
@@ -194,26 +123,20 @@ class MpiWork final : public WorkImpl {
 
 class MpiProcessGroup final : public ProcessGroup {
  public:
-  MpiProcessGroup(std::shared_ptr<MpiShared> shared, const ProcessGroupOptions& options)
-      : ProcessGroup(shared->rank, shared->size, options,
+  MpiProcessGroup(std::shared_ptr<MpiSideChannel> shared, const ProcessGroupOptions& options)
+      : ProcessGroup(shared->rank(), shared->size(), options,
                      std::make_shared<Watchdog>(
-                         [s = shared](const CollectiveRecord& r) { s->on_timeout(r); })),
+                         [s = shared](const CollectiveRecord& r) { s->fail_job(r); })),
         shared_(std::move(shared)) {}
 
-  ~MpiProcessGroup() override {
-    // Freeing is collective; while an exception unwinds this rank alone, skip it (leak) rather
-    // than hang: the failing binary aborts the job anyway.
-    if (std::uncaught_exceptions() > 0) return;
-    MPI_Win_free(&shared_->win);
-    MPI_Comm_free(&shared_->comm);
-  }
+  ~MpiProcessGroup() override { shared_->close(); }
 
   std::string_view backend() const override { return "mpi"; }
 
  protected:
   std::unique_ptr<WorkImpl> start(const CollectiveCall& call) override {
     shared_->publish(call);
-    MPI_Comm comm = shared_->comm;
+    MPI_Comm comm = shared_->comm();
     MPI_Request req = MPI_REQUEST_NULL;
     std::function<void()> on_complete;
     const int n = count_of(call.count, call);
@@ -262,7 +185,7 @@ class MpiProcessGroup final : public ProcessGroup {
   }
 
  private:
-  std::shared_ptr<MpiShared> shared_;
+  std::shared_ptr<MpiSideChannel> shared_;
 };
 
 }  // namespace
@@ -273,18 +196,7 @@ std::unique_ptr<ProcessGroup> make_mpi_process_group(const ProcessGroupOptions& 
   NOEIRA_MPI_CHECK(MPI_Initialized(&initialized));
   if (!initialized)
     throw Error("MPI process group: MPI is not initialized (create an MpiRuntime first)");
-  auto shared = std::make_shared<MpiShared>();
-  // Our own communicator: our collectives never match a caller's, and errors return to us.
-  NOEIRA_MPI_CHECK(MPI_Comm_dup(comm, &shared->comm));
-  NOEIRA_MPI_CHECK(MPI_Comm_set_errhandler(shared->comm, MPI_ERRORS_RETURN));
-  NOEIRA_MPI_CHECK(MPI_Comm_rank(shared->comm, &shared->rank));
-  NOEIRA_MPI_CHECK(MPI_Comm_size(shared->comm, &shared->size));
-  NOEIRA_MPI_CHECK(MPI_Win_allocate(kEntryWords * sizeof(std::int64_t), sizeof(std::int64_t),
-                                    MPI_INFO_NULL, shared->comm, &shared->entry, &shared->win));
-  NOEIRA_MPI_CHECK(MPI_Win_set_errhandler(shared->win, MPI_ERRORS_RETURN));
-  for (int i = 0; i < kEntryWords; ++i) shared->entry[i] = 0;
-  // Every rank's entry is initialized before any peer may read it.
-  NOEIRA_MPI_CHECK(MPI_Barrier(shared->comm));
+  auto shared = std::make_shared<MpiSideChannel>(comm);
   return std::make_unique<MpiProcessGroup>(std::move(shared), options);
 }
 

@@ -176,6 +176,8 @@ Work ProcessGroup::run(Collective kind, std::span<const float> in, std::span<flo
     state->finish();
     rethrow_named(state->name);
   }
+  tally_.ops[static_cast<std::size_t>(kind)] += 1;
+  tally_.elements[static_cast<std::size_t>(kind)] += count;
   return Work(std::move(state));
 }
 

@@ -2,7 +2,8 @@
 // The collective interface every sharding policy talks to (c10d-like). One shape per op:
 //   op(buffers, const CollectiveOptions& = {}) -> Work
 // Buffers are fp32 spans (element counts travel with the span, never bytes); reductions are sums
-// and the caller applies 1/N. Backends: MPI (real processes), simulated (threads in one process).
+// and the caller applies 1/N. Backends: MPI (real processes), simulated (threads in one process),
+// NCCL (real processes, device buffers: the spans hold device addresses).
 //
 // Contract of Work, the asynchronous handle:
 //  - the op may still be running when the call returns: the caller must not read or write the
@@ -17,6 +18,7 @@
 // assigns the per-group sequence number (the first collective of a group is #1), registers the
 // op with the watchdog and wraps backend errors. All ranks must call the same ops in the same
 // order with the same counts; the watchdog turns a violation (a hang or a mismatch) into an error.
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -37,7 +39,20 @@ inline constexpr Milliseconds kDefaultTimeout = std::chrono::minutes(5);
 
 enum class Collective : std::uint8_t { AllReduce, ReduceScatter, AllGather, Broadcast, Barrier };
 
+inline constexpr std::size_t kCollectiveKinds = 5;
+
 std::string_view to_string(Collective c);
+
+// What this rank handed to a group's collectives: per kind, the ops started and the elements per
+// rank they moved (CollectiveCall::count). distributed/comm_volume.hpp turns it into elements
+// sent; the funnel counts, so every backend is counted alike.
+struct CollectiveTally {
+  std::array<std::uint64_t, kCollectiveKinds> ops{};
+  std::array<std::int64_t, kCollectiveKinds> elements{};
+
+  std::uint64_t ops_of(Collective c) const { return ops[static_cast<std::size_t>(c)]; }
+  std::int64_t elements_of(Collective c) const { return elements[static_cast<std::size_t>(c)]; }
+};
 
 struct CollectiveOptions {
   Milliseconds timeout = kInheritTimeout;
@@ -104,8 +119,11 @@ class ProcessGroup {
   Milliseconds timeout() const { return timeout_; }
   // Sequence number of the last op this group started (0 before the first).
   std::uint64_t last_seq() const { return seq_; }
-  // "mpi" or "simulated".
+  // "mpi", "nccl" or "simulated".
   virtual std::string_view backend() const = 0;
+  // Ops started on this rank since construction or the last reset_tally().
+  const CollectiveTally& tally() const { return tally_; }
+  void reset_tally() { tally_ = {}; }
 
   // buf = sum over ranks of buf.
   Work allreduce(std::span<float> buf, const CollectiveOptions& opts = {});
@@ -138,6 +156,7 @@ class ProcessGroup {
   int size_;
   Milliseconds timeout_;
   std::uint64_t seq_ = 0;
+  CollectiveTally tally_;
   std::shared_ptr<Watchdog> watchdog_;
 };
 

@@ -32,13 +32,16 @@ Watchdog::~Watchdog() {
 
 std::uint64_t Watchdog::track(const CollectiveRecord& record) {
   std::uint64_t token = 0;
+  bool earlier = false;
   {
     std::lock_guard lk(mu_);
     token = next_token_++;
     entries_.emplace(token, record);
+    earlier = deadline_of(record) < wake_at_;
   }
-  // The new op may have the earliest deadline.
-  cv_.notify_all();
+  // Only a deadline before the thread's next look needs it awake: waking it for every op costs a
+  // context switch per collective, which small collectives on busy cores feel.
+  if (earlier) cv_.notify_all();
   return token;
 }
 
@@ -56,6 +59,7 @@ void Watchdog::loop() {
   std::unique_lock lk(mu_);
   while (!stop_) {
     if (entries_.empty()) {
+      wake_at_ = Clock::time_point::max();
       cv_.wait(lk);
       continue;
     }
@@ -65,6 +69,7 @@ void Watchdog::loop() {
     }
     const Clock::time_point deadline = deadline_of(earliest->second);
     if (Clock::now() < deadline) {
+      wake_at_ = deadline;
       cv_.wait_until(lk, deadline);
       continue;
     }

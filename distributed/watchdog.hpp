@@ -54,6 +54,9 @@ class Watchdog {
   std::condition_variable cv_;
   std::map<std::uint64_t, CollectiveRecord> entries_;
   std::uint64_t next_token_ = 1;
+  // When the thread will look again on its own (max: only when notified). track() notifies only
+  // for an earlier deadline, so a steady stream of ops does not wake the thread once per op.
+  std::chrono::steady_clock::time_point wake_at_ = std::chrono::steady_clock::time_point::max();
   bool stop_ = false;
   std::thread thread_;
 };

@@ -51,6 +51,20 @@ TEST(DistWatchdog, FiresOnlyForOpsNotDoneInTime) {
   EXPECT_EQ(wd.in_flight(), 1u);  // the "never" op
 }
 
+// The thread sleeps until the earliest deadline it knows and is woken only for an earlier one:
+// a short op started while a long one is in flight must still fire on time.
+TEST(DistWatchdog, EarlierDeadlineWakesTheSleepingThread) {
+  std::atomic<std::uint64_t> fired_seq{0};
+  Watchdog wd([&](const CollectiveRecord& r) { fired_seq = r.seq; });
+  wd.track(record(1, 60000ms));
+  std::this_thread::sleep_for(50ms);  // the thread is now asleep until op #1's deadline
+  const auto start = Clock::now();
+  wd.track(record(2, 100ms));
+  while (fired_seq.load() == 0 && Clock::now() - start < 5s) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(fired_seq.load(), 2u);
+  EXPECT_LT(Clock::now() - start, 2s);
+}
+
 std::string run_expecting_failure(int ranks, const std::function<void(ProcessGroup&)>& body,
                                   Milliseconds timeout, Clock::duration* elapsed) {
   const auto start = Clock::now();
