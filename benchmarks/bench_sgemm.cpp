@@ -1,0 +1,103 @@
+// OpenBLAS sgemm throughput at the shapes one training step of the `mlp` preset runs (batch 100,
+// 784-256-128-10), and at 1024^3 for the machine's peak. benchmarks/compare_pytorch.sh turns these
+// rates into the GEMM-bound limit of an epoch.
+//
+// Each benchmark reports GFLOP/s (2·M·N·K per call) in the "gflops" counter; run with
+// --benchmark_format=json for the script. Threads: OPENBLAS_NUM_THREADS / --threads as usual
+// (Google Benchmark passes unknown flags through, so use the environment).
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+struct Shape {
+  CBLAS_TRANSPOSE ta, tb;
+  int m, n, k;
+};
+
+// The GEMMs of one training step of the mlp preset at batch B (see kernels/cpu/linear.cpp):
+// forward y = x·wᵀ; backward dw = gᵀ·x, dx = g·w (none for the first layer: InputGrad::Skip).
+constexpr int B = 100;
+const Shape kStep[] = {
+    {CblasNoTrans, CblasTrans, B, 256, 784},  // fwd 0
+    {CblasNoTrans, CblasTrans, B, 128, 256},  // fwd 1
+    {CblasNoTrans, CblasTrans, B, 10, 128},   // fwd 2
+    {CblasTrans, CblasNoTrans, 10, 128, B},   // dw 2
+    {CblasNoTrans, CblasNoTrans, B, 128, 10}, // dx 2
+    {CblasTrans, CblasNoTrans, 128, 256, B},  // dw 1
+    {CblasNoTrans, CblasNoTrans, B, 256, 128},// dx 1
+    {CblasTrans, CblasNoTrans, 256, 784, B},  // dw 0
+};
+
+struct Operands {
+  std::vector<float> a, b, c;
+  explicit Operands(const Shape& s)
+      : a(static_cast<std::size_t>(s.m) * s.k), b(static_cast<std::size_t>(s.k) * s.n),
+        c(static_cast<std::size_t>(s.m) * s.n) {
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 13) * 0.01f - 0.06f;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 7) * 0.02f - 0.06f;
+  }
+};
+
+void run(const Shape& s, Operands& o) {
+  // Row-major leading dimensions of op(A) [m,k] and op(B) [k,n] as stored.
+  const int lda = s.ta == CblasNoTrans ? s.k : s.m;
+  const int ldb = s.tb == CblasNoTrans ? s.n : s.k;
+  cblas_sgemm(CblasRowMajor, s.ta, s.tb, s.m, s.n, s.k, 1.0f, o.a.data(), lda, o.b.data(), ldb,
+              0.0f, o.c.data(), s.n);
+}
+
+void set_counters(benchmark::State& state, double flop_per_iter) {
+  state.counters["gflops"] = benchmark::Counter(flop_per_iter * 1e-9 * static_cast<double>(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+  state.counters["flop_per_iter"] = flop_per_iter;
+}
+
+void BM_MlpGemm(benchmark::State& state) {
+  const Shape& s = kStep[state.range(0)];
+  Operands o(s);
+  for (auto _ : state) {
+    run(s, o);
+    benchmark::DoNotOptimize(o.c.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, 2.0 * s.m * s.n * s.k);
+  state.SetLabel(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
+}
+BENCHMARK(BM_MlpGemm)->DenseRange(0, 7)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// All GEMMs of one step back to back: the step's GEMM time, and its flop-weighted rate.
+void BM_MlpStepGemms(benchmark::State& state) {
+  std::vector<Operands> ops;
+  double flop = 0.0;
+  for (const Shape& s : kStep) {
+    ops.emplace_back(s);
+    flop += 2.0 * s.m * s.n * s.k;
+  }
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < std::size(kStep); ++i) run(kStep[i], ops[i]);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, flop);
+}
+BENCHMARK(BM_MlpStepGemms)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_Sgemm1024(benchmark::State& state) {
+  const Shape s{CblasNoTrans, CblasNoTrans, 1024, 1024, 1024};
+  Operands o(s);
+  for (auto _ : state) {
+    run(s, o);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, 2.0 * 1024 * 1024 * 1024);
+}
+BENCHMARK(BM_Sgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,466 @@
+#include "io/checkpoint_reader.hpp"
+
+#include <fcntl.h>
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <system_error>
+
+#include "io/checkpoint_format.hpp"
+#include "io/checkpoint_fs.hpp"
+#include "io/h5.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira::io {
+
+namespace {
+
+using h5::Handle;
+
+// Elements per read (16 MiB): bounds the bounce buffer of a read that starts or ends inside a
+// checksum block, and the latency between checksum checks.
+constexpr std::int64_t kChunkElems = 4 * 1024 * 1024;
+// Bytes at the start of a rank file read ahead before HDF5 opens it (the writer's first metadata
+// block and the superblock before it).
+constexpr off_t kMetaPrefetchBytes = 512 * 1024;
+
+// One rank file's slice of a tensor.
+struct SliceRef {
+  int file = 0;
+  Handle dataset;
+  std::int64_t data_offset = -1;  // bytes into the file when contiguous (pread), else -1
+  std::int64_t offset = 0;  // in the logical tensor
+  std::int64_t length = 0;
+  std::int64_t block = 0;
+  std::vector<std::uint32_t> blocks;
+};
+
+struct TensorInfo {
+  Shape shape;
+  std::int64_t numel = 0;
+  std::vector<SliceRef> slices;  // by offset, covering [0, numel) exactly once after open
+};
+
+std::string hex(std::uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+// Where a dataset's bytes start in the file, when they can be read with pread: one contiguous run
+// (no chunks, filters or external files) of `length` float32 inside the file. -1 otherwise; such
+// a dataset (not one we wrote, but h5py might rewrite one) is read through HDF5 instead.
+std::int64_t direct_offset(hid_t ds, std::int64_t length, const std::filesystem::path& file,
+                           std::int64_t file_size, hsize_t userblock) {
+  Handle dcpl(NOEIRA_H5_CHECK_INPUT(H5Dget_create_plist(ds), file), H5Pclose);
+  if (H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS || H5Pget_external_count(dcpl.get()) != 0) {
+    return -1;
+  }
+  const haddr_t addr = H5Dget_offset(ds);
+  if (addr == HADDR_UNDEF) return -1;
+  // Addresses count from the end of the user block.
+  const auto offset = static_cast<std::int64_t>(addr + userblock);
+  if (offset > file_size - length * static_cast<std::int64_t>(sizeof(float))) {
+    throw InputError(detail::concat(file.string(), ": truncated (a dataset's data ends past the "
+                                                   "end of the file)"));
+  }
+  return offset;
+}
+
+// Rank files present in a step directory: rank number -> path.
+std::map<int, std::filesystem::path> find_rank_files(const std::filesystem::path& dir) {
+  std::map<int, std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    int rank = -1;
+    char tail = 0;
+    if (name.size() == 13 && std::sscanf(name.c_str(), "rank-%5d.h5%c", &rank, &tail) == 1 &&
+        rank >= 0 && name == ckpt::rank_file_name(rank)) {
+      files[rank] = entry.path();
+    }
+  }
+  if (ec) throw InputError(detail::concat(dir.string(), ": cannot list (", ec.message(), ")"));
+  return files;
+}
+
+Handle open_file(const std::filesystem::path& file) {
+  {
+    // HDF5 reads the metadata in many small pieces; on a cold cache each is a disk round trip.
+    // The writer packs it at the start of the file (meta block size), so ask for that region in
+    // one read-ahead before HDF5 starts.
+    const ckpt::Fd fd(file, O_RDONLY);
+    ::posix_fadvise(fd.get(), 0, kMetaPrefetchBytes, POSIX_FADV_WILLNEED);
+  }
+  h5::Lock held = h5::lock();
+  if (H5Fis_hdf5(file.c_str()) <= 0) {
+    throw InputError(detail::concat(file.string(), ": not an HDF5 file (truncated or corrupted)"));
+  }
+  const Handle fapl = h5::file_access(file);
+  return Handle(NOEIRA_H5_CHECK_INPUT(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), file),
+                H5Fclose);
+}
+
+// The first field in which two files' metadata differ, for the error message.
+std::string first_difference(const CheckpointMeta& a, const CheckpointMeta& b) {
+  if (a.step != b.step) return detail::concat("step ", b.step, " vs ", a.step);
+  if (a.world_size != b.world_size) {
+    return detail::concat("world size ", b.world_size, " vs ", a.world_size);
+  }
+  if (a.policy != b.policy) return detail::concat("policy ", b.policy, " vs ", a.policy);
+  if (a.signature != b.signature) return "model signature";
+  return "metadata";
+}
+
+}  // namespace
+
+struct CheckpointReader::Impl {
+  std::filesystem::path dir;
+  std::vector<std::filesystem::path> files;  // [world_size]
+  std::vector<Handle> handles;               // [world_size], open read-only
+  std::vector<ckpt::Fd> fds;                 // [world_size], the same files for pread
+  CheckpointMeta meta;
+  int version = 0;
+  std::map<std::string, TensorInfo, std::less<>> tensors;
+  std::vector<std::string> order;
+
+  void open_files();
+  void index_file(int rank);
+  void check_coverage();
+  const TensorInfo& tensor(std::string_view name) const;
+  void read_slice_part(const SliceRef& s, std::string_view name, std::int64_t begin,
+                       std::int64_t end, std::int64_t want_begin, std::int64_t want_end,
+                       float* out) const;
+};
+
+void CheckpointReader::Impl::open_files() {
+  const auto present = find_rank_files(dir);
+  if (present.empty()) {
+    throw InputError(detail::concat(dir.string(), ": checkpoint without rank-*.h5 files"));
+  }
+  // Any present file says how many there should be; all of them are then checked to agree.
+  const auto& [first_rank, first_file] = *present.begin();
+  Handle first = open_file(first_file);
+  {
+    int rank = 0;
+    meta = ckpt::read_meta(first.get(), first_file, rank, version);
+  }
+  if (meta.world_size < 1) {
+    throw InputError(detail::concat(first_file.string(), ": world size ", meta.world_size));
+  }
+  for (int r = 0; r < meta.world_size; ++r) {
+    if (present.count(r) == 0) {
+      throw InputError(detail::concat((dir / ckpt::rank_file_name(r)).string(),
+                                      ": missing rank file (the checkpoint was written by ",
+                                      meta.world_size, " ranks)"));
+    }
+  }
+  const int last = present.rbegin()->first;
+  if (last >= meta.world_size) {
+    throw InputError(detail::concat(present.rbegin()->second.string(),
+                                    ": rank file beyond the checkpoint's world size ",
+                                    meta.world_size));
+  }
+  for (int r = 0; r < meta.world_size; ++r) {
+    const std::filesystem::path& file = present.at(r);
+    files.push_back(file);
+    handles.push_back(r == first_rank ? std::move(first) : open_file(file));
+    fds.emplace_back(file, O_RDONLY);
+    int file_rank = -1;
+    int file_version = 0;
+    const CheckpointMeta m = ckpt::read_meta(handles.back().get(), file, file_rank, file_version);
+    if (file_rank != r) {
+      throw InputError(detail::concat(file.string(), ": holds rank ", file_rank, ", not ", r));
+    }
+    if (!(m == meta) || file_version != version) {
+      throw InputError(detail::concat(file.string(),
+                                      ": belongs to another checkpoint than ",
+                                      files.front().filename().string(), " (",
+                                      first_difference(meta, m), ")"));
+    }
+  }
+}
+
+void CheckpointReader::Impl::index_file(int rank) {
+  h5::Lock held = h5::lock();
+  const std::filesystem::path& file = files[static_cast<std::size_t>(rank)];
+  const hid_t f = handles[static_cast<std::size_t>(rank)].get();
+  const std::string_view skip[] = {ckpt::kMetaGroup};
+  std::map<std::string_view, const Shape*> signature;
+  for (const SignatureEntry& e : meta.signature) signature[e.name] = &e.shape;
+  const std::int64_t file_size = ckpt::file_size(fds[static_cast<std::size_t>(rank)], file);
+  hsize_t userblock = 0;
+  {
+    Handle fcpl(NOEIRA_H5_CHECK_INPUT(H5Fget_create_plist(f), file), H5Pclose);
+    NOEIRA_H5_CHECK_INPUT(H5Pget_userblock(fcpl.get(), &userblock), file);
+  }
+
+  for (const std::string& name : h5::dataset_paths(f, file, skip)) {
+    const std::string where = detail::concat("dataset '", name, "'");
+    const auto bad = [&](std::string_view problem) {
+      return InputError(detail::concat(file.string(), ": tensor '", name, "': ", problem));
+    };
+    SliceRef s;
+    s.file = rank;
+    s.dataset = Handle(NOEIRA_H5_CHECK_INPUT(H5Dopen2(f, name.c_str(), H5P_DEFAULT), file),
+                       H5Dclose);
+    const hid_t ds = s.dataset.get();
+    Handle type(NOEIRA_H5_CHECK_INPUT(H5Dget_type(ds), file), H5Tclose);
+    if (NOEIRA_H5_CHECK_INPUT(H5Tequal(type.get(), H5T_IEEE_F32LE), file) <= 0) {
+      throw bad("not a little-endian float32 dataset");
+    }
+    Handle space(NOEIRA_H5_CHECK_INPUT(H5Dget_space(ds), file), H5Sclose);
+    const int ndims = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_ndims(space.get()), file);
+    const hssize_t points = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_npoints(space.get()), file);
+
+    const Shape shape = h5::read_i64_array_attr(ds, ckpt::kAttrGlobalShape, file, where);
+    s.offset = h5::read_i64_attr(ds, ckpt::kAttrOffset, file, where);
+    s.length = h5::read_i64_attr(ds, ckpt::kAttrLength, file, where);
+    const std::uint32_t whole = h5::read_u32_attr(ds, ckpt::kAttrCrc, file, where);
+    s.block = h5::read_i64_attr(ds, ckpt::kAttrBlockElems, file, where);
+    s.blocks = h5::read_u32_array_attr(ds, ckpt::kAttrBlockCrcs, file, where);
+
+    if (std::any_of(shape.begin(), shape.end(), [](std::int64_t d) { return d < 0; })) {
+      throw bad("negative dimension in global_shape");
+    }
+    const std::int64_t numel = shape_numel(shape);
+    if (ndims != 1 || points != s.length || s.length < 1 || s.offset < 0 ||
+        s.offset > numel - s.length) {
+      throw bad(detail::concat("slice offset ", s.offset, ", length ", s.length,
+                               " does not fit its dataset or a tensor of shape ",
+                               shape_string(shape)));
+    }
+    if (s.block < 1 ||
+        static_cast<std::int64_t>(s.blocks.size()) != (s.length + s.block - 1) / s.block ||
+        ckpt::combine_block_crcs(s.blocks, s.block, s.length) != whole) {
+      throw bad("checksum attributes disagree with each other (corrupted file)");
+    }
+    s.data_offset = direct_offset(ds, s.length, file, file_size, userblock);
+    const std::string_view param = ckpt::param_of_tensor(name);
+    if (!param.empty()) {
+      const auto it = signature.find(param);
+      if (it == signature.end()) throw bad("its parameter is not in the model signature");
+      if (*it->second != shape) {
+        throw bad(detail::concat("shape ", shape_string(shape), ", the signature says ",
+                                 shape_string(*it->second)));
+      }
+    }
+    auto [it, fresh] = tensors.try_emplace(name);
+    TensorInfo& t = it->second;
+    if (fresh) {
+      t.shape = shape;
+      t.numel = numel;
+    } else if (t.shape != shape) {
+      throw bad(detail::concat("shape ", shape_string(shape), ", but ",
+                               files[static_cast<std::size_t>(t.slices.front().file)].string(),
+                               " says ", shape_string(t.shape)));
+    }
+    t.slices.push_back(std::move(s));
+  }
+}
+
+void CheckpointReader::Impl::check_coverage() {
+  for (auto& [name, t] : tensors) {
+    std::sort(t.slices.begin(), t.slices.end(),
+              [](const SliceRef& a, const SliceRef& b) { return a.offset < b.offset; });
+    std::int64_t next = 0;
+    const SliceRef* prev = nullptr;
+    for (const SliceRef& s : t.slices) {
+      if (s.offset < next) {
+        throw InputError(detail::concat(
+            dir.string(), ": tensor '", name, "': the slices in ",
+            files[static_cast<std::size_t>(prev->file)].filename().string(), " and ",
+            files[static_cast<std::size_t>(s.file)].filename().string(), " overlap"));
+      }
+      if (s.offset > next) break;
+      next = s.offset + s.length;
+      prev = &s;
+    }
+    if (next != t.numel) {
+      throw InputError(detail::concat(dir.string(), ": tensor '", name, "': elements from ", next,
+                                      " of ", t.numel, " are in no rank file"));
+    }
+  }
+  std::vector<std::string> rest;
+  for (const auto& [name, t] : tensors) rest.push_back(name);
+  for (const SignatureEntry& e : meta.signature) {
+    for (const char* kind : {"val", "m", "v"}) {
+      const std::string name = param_tensor_name(e.name, kind);
+      if (tensors.count(name) != 0) {
+        order.push_back(name);
+        rest.erase(std::find(rest.begin(), rest.end(), name));
+      }
+    }
+  }
+  order.insert(order.end(), rest.begin(), rest.end());
+}
+
+const TensorInfo& CheckpointReader::Impl::tensor(std::string_view name) const {
+  const auto it = tensors.find(name);
+  if (it == tensors.end()) {
+    throw InputError(detail::concat(dir.string(), ": the checkpoint has no tensor '", name, "'"));
+  }
+  return it->second;
+}
+
+// Reads whole checksum blocks [begin, end) (slice-local elements, block-aligned) of one slice,
+// verifies them, and copies the part inside [want_begin, want_end) to out[want_begin - ...].
+// `out` points at the element want_begin of the caller's range.
+void CheckpointReader::Impl::read_slice_part(const SliceRef& s, std::string_view name,
+                                             std::int64_t begin, std::int64_t end,
+                                             std::int64_t want_begin, std::int64_t want_end,
+                                             float* out) const {
+  const std::filesystem::path& file = files[static_cast<std::size_t>(s.file)];
+  const bool direct = begin == want_begin && end == want_end;
+  std::vector<float> bounce;
+  float* dst = out;
+  if (!direct) {
+    bounce.resize(static_cast<std::size_t>(end - begin));
+    dst = bounce.data();
+  }
+  if (s.data_offset >= 0) {
+    // The common case, outside the HDF5 lock: ranks of one process read in parallel.
+    const ckpt::Fd& fd = fds[static_cast<std::size_t>(s.file)];
+    if (!ckpt::pread_all(fd, dst, static_cast<std::size_t>(end - begin) * sizeof(float),
+                         s.data_offset + begin * static_cast<std::int64_t>(sizeof(float)), file)) {
+      throw InputError(detail::concat(file.string(), ": truncated (tensor '", name,
+                                      "' ends past the end of the file)"));
+    }
+  } else {
+    h5::Lock held = h5::lock();
+    const hsize_t start[1] = {static_cast<hsize_t>(begin)};
+    const hsize_t count[1] = {static_cast<hsize_t>(end - begin)};
+    Handle fspace(NOEIRA_H5_CHECK_INPUT(H5Dget_space(s.dataset.get()), file), H5Sclose);
+    NOEIRA_H5_CHECK_INPUT(
+        H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr), file);
+    Handle mspace(NOEIRA_H5_CHECK_INPUT(H5Screate_simple(1, count, nullptr), file), H5Sclose);
+    NOEIRA_H5_CHECK_INPUT(
+        H5Dread(s.dataset.get(), H5T_NATIVE_FLOAT, mspace.get(), fspace.get(), H5P_DEFAULT, dst),
+        file);
+  }
+  // Checksums outside the lock: simulated ranks reading at once verify in parallel.
+  for (std::int64_t b = begin; b < end; b += s.block) {
+    const std::int64_t n = std::min(s.block, end - b);
+    const std::uint32_t crc = ckpt::crc32_of(
+        std::span<const float>(dst + (b - begin), static_cast<std::size_t>(n)));
+    const std::uint32_t stored = s.blocks[static_cast<std::size_t>(b / s.block)];
+    if (crc != stored) {
+      throw InputError(detail::concat(
+          file.string(), ": checksum mismatch in tensor '", name, "' elements [", s.offset + b,
+          ", ", s.offset + b + n, ") (stored ", hex(stored), ", read ", hex(crc),
+          "): the file is corrupted"));
+    }
+  }
+  if (!direct) {
+    std::copy(dst + (want_begin - begin), dst + (want_end - begin), out);
+  }
+}
+
+CheckpointReader CheckpointReader::open(const std::filesystem::path& path) {
+  auto impl = std::make_unique<Impl>();
+  impl->dir = resolve_checkpoint(path);
+  impl->open_files();
+  for (int r = 0; r < impl->meta.world_size; ++r) impl->index_file(r);
+  impl->check_coverage();
+  return CheckpointReader(std::move(impl));
+}
+
+CheckpointReader::CheckpointReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+CheckpointReader::CheckpointReader(CheckpointReader&&) noexcept = default;
+CheckpointReader& CheckpointReader::operator=(CheckpointReader&&) noexcept = default;
+CheckpointReader::~CheckpointReader() = default;
+
+const std::filesystem::path& CheckpointReader::dir() const { return impl_->dir; }
+const CheckpointMeta& CheckpointReader::meta() const { return impl_->meta; }
+int CheckpointReader::format_version() const { return impl_->version; }
+const std::vector<std::string>& CheckpointReader::tensor_names() const { return impl_->order; }
+
+bool CheckpointReader::has(std::string_view name) const {
+  return impl_->tensors.find(name) != impl_->tensors.end();
+}
+
+const Shape& CheckpointReader::shape(std::string_view name) const {
+  return impl_->tensor(name).shape;
+}
+
+void CheckpointReader::check_signature(const Signature& expected) const {
+  const Signature& stored = impl_->meta.signature;
+  const std::string file = impl_->files.front().string();
+  std::map<std::string_view, const Shape*> by_name;
+  for (const SignatureEntry& e : stored) by_name[e.name] = &e.shape;
+  for (const SignatureEntry& e : expected) {
+    const auto it = by_name.find(e.name);
+    if (it == by_name.end()) {
+      throw InputError(detail::concat(file, ": written for another model: parameter '", e.name,
+                                      "' of the model is not in the checkpoint"));
+    }
+    if (*it->second != e.shape) {
+      throw InputError(detail::concat(file, ": written for another model: parameter '", e.name,
+                                      "' has shape ", shape_string(*it->second),
+                                      " in the checkpoint, ", shape_string(e.shape),
+                                      " in the model"));
+    }
+    by_name.erase(it);
+  }
+  if (!by_name.empty()) {
+    throw InputError(detail::concat(file, ": written for another model: parameter '",
+                                    by_name.begin()->first, "' is not in the model"));
+  }
+  if (stored != expected) {
+    throw InputError(detail::concat(file, ": written for another model: same parameters in "
+                                          "another walk order"));
+  }
+}
+
+void CheckpointReader::read(std::string_view name, std::int64_t offset,
+                            std::span<float> out) const {
+  const TensorInfo& t = impl_->tensor(name);
+  const auto length = static_cast<std::int64_t>(out.size());
+  NOEIRA_CHECK(offset >= 0 && offset <= t.numel - length, "range [", offset, ", ",
+               offset + length, ") is outside tensor '", name, "' of ", t.numel, " elements");
+  const std::int64_t end = offset + length;
+  // First slice that ends after offset.
+  auto it = std::upper_bound(t.slices.begin(), t.slices.end(), offset,
+                             [](std::int64_t pos, const SliceRef& s) {
+                               return pos < s.offset + s.length;
+                             });
+  std::int64_t pos = offset;
+  for (; pos < end; ++it) {
+    const SliceRef& s = *it;
+    const std::int64_t local_end = std::min(end, s.offset + s.length) - s.offset;
+    // Whole checksum blocks, read a bounded number at a time.
+    const std::int64_t step = std::max(s.block, kChunkElems / s.block * s.block);
+    std::int64_t local = pos - s.offset;
+    while (local < local_end) {
+      const std::int64_t begin = local / s.block * s.block;
+      const std::int64_t block_end =
+          std::min({begin + step, (local_end + s.block - 1) / s.block * s.block, s.length});
+      const std::int64_t want_end = std::min(block_end, local_end);
+      impl_->read_slice_part(s, name, begin, block_end, local, want_end,
+                             out.data() + (s.offset + local - offset));
+      local = want_end;
+    }
+    pos = s.offset + local_end;
+  }
+}
+
+std::vector<float> CheckpointReader::read_all(std::string_view name) const {
+  std::vector<float> values(static_cast<std::size_t>(impl_->tensor(name).numel));
+  read(name, 0, values);
+  return values;
+}
+
+void CheckpointReader::verify() const {
+  std::vector<float> buffer;
+  for (const std::string& name : impl_->order) {
+    const TensorInfo& t = impl_->tensor(name);
+    for (std::int64_t pos = 0; pos < t.numel; pos += kChunkElems) {
+      buffer.resize(static_cast<std::size_t>(std::min(kChunkElems, t.numel - pos)));
+      read(name, pos, buffer);
+    }
+  }
+}
+
+}  // namespace noeira::io

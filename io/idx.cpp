@@ -1,0 +1,83 @@
+#include "io/idx.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+#include "io/gzfile.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira::io {
+
+namespace {
+
+std::string hex32(std::uint32_t v) {
+  std::ostringstream os;
+  os << "0x" << std::hex << std::setw(8) << std::setfill('0') << v;
+  return os.str();
+}
+
+void check_magic(const GzFile& f, std::uint32_t magic, std::uint32_t expected, const char* kind) {
+  if (magic != expected) {
+    throw InputError(detail::concat(f.path().string(), ": not an IDX ", kind, " file: magic ",
+                                    hex32(magic), ", expected ", hex32(expected)));
+  }
+}
+
+// A dimension that would make the data absurdly large is a corrupt header, not a request to
+// allocate terabytes.
+std::int64_t check_dim(const GzFile& f, std::uint32_t d, const char* name) {
+  constexpr std::uint32_t kMaxDim = 1u << 28;
+  if (d == 0 || d > kMaxDim) {
+    throw InputError(detail::concat(f.path().string(), ": implausible ", name, " ", d,
+                                    " in the IDX header (corrupt file?)"));
+  }
+  return static_cast<std::int64_t>(d);
+}
+
+}  // namespace
+
+IdxImages read_idx_images(const std::filesystem::path& file) {
+  GzFile f(file);
+  check_magic(f, f.read_be32("the magic number"), kIdxImagesMagic, "images");
+  IdxImages out;
+  out.count = check_dim(f, f.read_be32("the image count"), "image count");
+  out.rows = check_dim(f, f.read_be32("the row count"), "row count");
+  out.cols = check_dim(f, f.read_be32("the column count"), "column count");
+  const std::int64_t total = out.count * out.rows * out.cols;
+  if (total > (std::int64_t{1} << 34)) {
+    throw InputError(detail::concat(file.string(), ": header claims ", out.count, " images of ",
+                                    out.rows, "x", out.cols, ", too large (corrupt file?)"));
+  }
+  out.pixels.resize(static_cast<std::size_t>(total));
+  f.read_exact(out.pixels.data(), out.pixels.size(),
+               detail::concat(out.count, " images of ", out.rows, "x", out.cols));
+  f.expect_end();
+  return out;
+}
+
+std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& file, int num_classes) {
+  GzFile f(file);
+  check_magic(f, f.read_be32("the magic number"), kIdxLabelsMagic, "labels");
+  const std::int64_t count = check_dim(f, f.read_be32("the label count"), "label count");
+  std::vector<std::uint8_t> labels(static_cast<std::size_t>(count));
+  f.read_exact(labels.data(), labels.size(), detail::concat(count, " labels"));
+  f.expect_end();
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] >= num_classes) {
+      throw InputError(detail::concat(file.string(), ": label ", int{labels[i]}, " at index ", i,
+                                      " is outside 0..", num_classes - 1));
+    }
+  }
+  return labels;
+}
+
+std::filesystem::path find_idx_file(const std::filesystem::path& dir, const std::string& stem) {
+  std::error_code ec;
+  const std::filesystem::path gz = dir / (stem + ".gz");
+  if (std::filesystem::exists(gz, ec)) return gz;
+  const std::filesystem::path plain = dir / stem;
+  if (std::filesystem::exists(plain, ec)) return plain;
+  throw InputError(detail::concat(gz.string(), ": file not found (nor ", plain.string(), ")"));
+}
+
+}  // namespace noeira::io

@@ -1,0 +1,134 @@
+#include "io/params_file.hpp"
+
+#include <set>
+#include <system_error>
+
+#include "core/tensor.hpp"
+#include "io/h5.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira::io {
+
+namespace {
+
+constexpr const char* kFormat = "noeira-params";
+
+std::string dataset_path(const std::string& name) { return "params/" + name + "/val"; }
+
+// Opens a parameters file for reading (the caller holds the HDF5 lock); anything that is not one
+// is an InputError naming the file.
+h5::Handle open_for_reading(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    throw InputError(detail::concat(file.string(), ": file not found"));
+  }
+  if (H5Fis_hdf5(file.c_str()) <= 0) {
+    throw InputError(detail::concat(file.string(), ": not an HDF5 file"));
+  }
+  h5::Handle f(NOEIRA_H5_CHECK_INPUT(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), file),
+               H5Fclose);
+  if (!h5::has_attr(f.get(), "format", file)) {
+    throw InputError(detail::concat(file.string(), ": not a noeira parameters file"));
+  }
+  const std::string format = h5::read_string_attr(f.get(), "format", file, "the root group");
+  if (format != kFormat) {
+    throw InputError(detail::concat(file.string(), ": format '", format, "', expected '",
+                                    kFormat, "'"));
+  }
+  return f;
+}
+
+}  // namespace
+
+void save_params(const std::filesystem::path& file, std::string_view model,
+                 const std::vector<NamedParam>& params) {
+  std::filesystem::path tmp = file;
+  tmp += ".tmp";
+  {
+    h5::Lock held = h5::lock();
+    const hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (id < 0) throw InputError(detail::concat(tmp.string(), ": cannot create the file"));
+    h5::Handle f(id, H5Fclose);
+    h5::write_string_attr(f.get(), "format", kFormat, tmp);
+    h5::write_i64_attr(f.get(), "format_version", kParamsFormatVersion, tmp);
+    h5::write_string_attr(f.get(), "model", model, tmp);
+    // "params/0.weight/val" needs its groups: let HDF5 create them on the way.
+    h5::Handle lcpl(NOEIRA_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), tmp), H5Pclose);
+    NOEIRA_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), tmp);
+    for (const NamedParam& np : params) {
+      const Shape& shape = np.param->shape();
+      std::vector<hsize_t> dims(shape.begin(), shape.end());
+      h5::Handle space(NOEIRA_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()),
+                                                        dims.data(), nullptr), tmp),
+                       H5Sclose);
+      h5::Handle ds(NOEIRA_H5_CHECK(H5Dcreate2(f.get(), dataset_path(np.name).c_str(),
+                                               H5T_IEEE_F32LE, space.get(), lcpl.get(),
+                                               H5P_DEFAULT, H5P_DEFAULT),
+                                    tmp),
+                    H5Dclose);
+      // to_vector() brings device values to the host; a plain copy on the CPU.
+      const std::vector<float> values = np.param->val.to_vector();
+      NOEIRA_H5_CHECK(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                               values.data()),
+                      tmp);
+    }
+    f.close(tmp);  // a failed close (metadata flush) must not pass for a written file
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) {
+    throw InputError(detail::concat(file.string(), ": cannot move the written file into place (",
+                                    ec.message(), ")"));
+  }
+}
+
+std::string read_params_model(const std::filesystem::path& file) {
+  h5::Lock held = h5::lock();
+  h5::Handle f = open_for_reading(file);
+  return h5::read_string_attr(f.get(), "model", file, "the root group");
+}
+
+void load_params(const std::filesystem::path& file, std::string_view model,
+                 const std::vector<NamedParam>& params) {
+  h5::Lock held = h5::lock();
+  h5::Handle f = open_for_reading(file);
+  const std::string stored = h5::read_string_attr(f.get(), "model", file, "the root group");
+  if (stored != model) {
+    throw InputError(detail::concat(file.string(), ": holds parameters of model '", stored,
+                                    "', not '", model, "'"));
+  }
+  std::set<std::string> expected;
+  for (const NamedParam& np : params) {
+    const std::string path = dataset_path(np.name);
+    expected.insert(path);
+    if (!h5::path_exists(f.get(), path, file)) {
+      throw InputError(detail::concat(file.string(), ": parameter '", np.name, "' is missing"));
+    }
+    h5::Handle ds(NOEIRA_H5_CHECK_INPUT(H5Dopen2(f.get(), path.c_str(), H5P_DEFAULT), file),
+                  H5Dclose);
+    h5::Handle space(NOEIRA_H5_CHECK_INPUT(H5Dget_space(ds.get()), file), H5Sclose);
+    const int rank = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_ndims(space.get()), file);
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+    NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), file);
+    const Shape shape(dims.begin(), dims.end());
+    if (shape != np.param->shape()) {
+      throw InputError(detail::concat(file.string(), ": parameter '", np.name, "' has shape ",
+                                      shape_string(shape), ", the model expects ",
+                                      shape_string(np.param->shape())));
+    }
+    std::vector<float> values(static_cast<std::size_t>(np.param->numel()));
+    NOEIRA_H5_CHECK_INPUT(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                                  values.data()),
+                          file);
+    np.param->val.copy_from(values);
+  }
+  // A parameter the model does not have means the file and the model disagree on the network.
+  for (const std::string& path : h5::dataset_paths(f.get(), file, {})) {
+    if (expected.count(path) == 0) {
+      throw InputError(detail::concat(file.string(), ": has '", path, "', which model '", model,
+                                      "' does not"));
+    }
+  }
+}
+
+}  // namespace noeira::io

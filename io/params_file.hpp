@@ -1,0 +1,41 @@
+#pragma once
+// A model's parameters in a small HDF5 file (the final weights of `noeira train`, read by
+// `noeira eval`). The layout is the one DESIGN.md gives checkpoints, so h5py, h5dump and later the
+// checkpoint reader understand it:
+//
+//   /                        attributes: format = "noeira-params", format_version = 1,
+//                                        model = "<preset name>"
+//   /params/<dotted.name>/val  float32 dataset with the parameter's shape
+//
+// Dotted names come from the parameter walk ("0.weight", "2.bias").
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/param.hpp"
+
+namespace noeira::io {
+
+inline constexpr int kParamsFormatVersion = 1;
+
+struct NamedParam {
+  std::string name;
+  Param* param = nullptr;
+};
+
+// Writes every parameter's value. The file is written under "<file>.tmp" and renamed, so a
+// crashed write never leaves a file that looks complete.
+void save_params(const std::filesystem::path& file, std::string_view model,
+                 const std::vector<NamedParam>& params);
+
+// The model preset a parameters file was written for (InputError when it is not such a file).
+std::string read_params_model(const std::filesystem::path& file);
+
+// Reads every parameter's value. A different model name, a missing parameter, an extra one or a
+// shape mismatch is an InputError naming the file and the tensor.
+void load_params(const std::filesystem::path& file, std::string_view model,
+                 const std::vector<NamedParam>& params);
+
+}  // namespace noeira::io

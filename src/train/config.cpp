@@ -1,0 +1,74 @@
+#include "train/config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/error.hpp"
+
+namespace noeira {
+
+std::string_view to_string(LogFormat format) {
+  return format == LogFormat::Human ? "human" : "json";
+}
+
+LogFormat parse_log_format(std::string_view name) {
+  if (name == "human") return LogFormat::Human;
+  if (name == "json") return LogFormat::Json;
+  throw InputError(detail::concat("unknown log format '", name, "', expected human or json"));
+}
+
+nlohmann::json to_json(const TrainConfig& c) {
+  return nlohmann::json{
+      {"model", c.model},         {"data", c.data},
+      {"data-dir", c.data_dir},   {"limit-train", c.limit_train},
+      {"limit-test", c.limit_test}, {"epochs", c.epochs},
+      {"batch", c.batch},         {"eval-batch", c.eval_batch},
+      {"optimizer", c.optimizer}, {"lr", c.lr},
+      {"momentum", c.momentum},   {"weight-decay", c.weight_decay},
+      {"schedule", c.schedule},   {"warmup", c.warmup},
+      {"min-lr", c.min_lr},       {"grad-clip", c.grad_clip},
+      {"seed", c.seed},           {"threads", c.threads},
+      {"log-format", std::string(to_string(c.log_format))},
+      {"log-every", c.log_every},
+  };
+}
+
+OptimizerConfig optimizer_config(const TrainConfig& c) {
+  OptimizerConfig o;
+  o.kind = parse_optimizer_kind(c.optimizer);
+  o.lr = static_cast<float>(c.lr);
+  o.momentum = static_cast<float>(c.momentum);
+  o.weight_decay = static_cast<float>(c.weight_decay);
+  return o;
+}
+
+LrSchedule lr_schedule(const TrainConfig& c, std::int64_t total_steps) {
+  LrSchedule s;
+  s.kind = parse_schedule_kind(c.schedule);
+  s.base_lr = static_cast<float>(c.lr);
+  s.warmup_steps = c.warmup;
+  s.total_steps = total_steps;
+  s.min_lr = static_cast<float>(c.min_lr);
+  s.validate();
+  return s;
+}
+
+void validate(const TrainConfig& c) {
+  auto positive = [](std::int64_t v, const char* flag) {
+    if (v <= 0) throw InputError(detail::concat("--", flag, " must be positive, got ", v));
+  };
+  auto non_negative = [](double v, const char* flag) {
+    if (!(v >= 0.0)) throw InputError(detail::concat("--", flag, " must be >= 0, got ", v));
+  };
+  positive(c.epochs, "epochs");
+  positive(c.batch, "batch");
+  positive(c.eval_batch, "eval-batch");
+  non_negative(static_cast<double>(c.limit_train), "limit-train");
+  non_negative(static_cast<double>(c.limit_test), "limit-test");
+  non_negative(static_cast<double>(c.log_every), "log-every");
+  non_negative(static_cast<double>(c.warmup), "warmup");
+  non_negative(c.grad_clip, "grad-clip");
+  non_negative(static_cast<double>(c.threads), "threads");
+  if (!(c.lr > 0.0)) throw InputError(detail::concat("--lr must be positive, got ", c.lr));
+}
+
+}  // namespace noeira

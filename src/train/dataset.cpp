@@ -1,0 +1,134 @@
+#include "train/dataset.hpp"
+
+#include <array>
+
+#include "io/cifar.hpp"
+#include "io/idx.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira {
+
+namespace {
+
+struct Stats {
+  std::array<float, 3> mean;
+  std::array<float, 3> std;
+};
+
+constexpr Stats kFashionStats{{0.2860f, 0.2860f, 0.2860f}, {0.3530f, 0.3530f, 0.3530f}};
+constexpr Stats kMnistStats{{0.1307f, 0.1307f, 0.1307f}, {0.3081f, 0.3081f, 0.3081f}};
+constexpr Stats kCifarStats{{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
+
+// pixels is [count, channels, plane]; normalizes channel c with stats c.
+void normalize_into(std::vector<float>& out, const std::uint8_t* pixels, std::int64_t count,
+                    int channels, std::int64_t plane, const Stats& s) {
+  out.resize(static_cast<std::size_t>(count * channels * plane));
+  std::array<float, 3> scale{}, shift{};
+  for (int c = 0; c < channels; ++c) {
+    scale[c] = 1.0f / (255.0f * s.std[c]);
+    shift[c] = -s.mean[c] / s.std[c];
+  }
+  std::size_t i = 0;
+  for (std::int64_t n = 0; n < count; ++n) {
+    for (int c = 0; c < channels; ++c) {
+      for (std::int64_t p = 0; p < plane; ++p, ++i) {
+        out[i] = static_cast<float>(pixels[i]) * scale[c] + shift[c];
+      }
+    }
+  }
+}
+
+std::int64_t apply_limit(const std::string& name, std::int64_t count, std::int64_t limit) {
+  if (limit < 0) throw InputError(detail::concat(name, ": negative sample limit ", limit));
+  if (limit == 0) return count;
+  if (limit > count) {
+    throw InputError(detail::concat(name, ": limit ", limit, " exceeds the ", count,
+                                    " samples in the split"));
+  }
+  return limit;
+}
+
+Dataset load_idx(DatasetKind kind, const std::filesystem::path& dir, Split split,
+                 std::int64_t limit) {
+  const std::string prefix = split == Split::Train ? "train" : "t10k";
+  const std::filesystem::path images_file = io::find_idx_file(dir, prefix + "-images-idx3-ubyte");
+  const std::filesystem::path labels_file = io::find_idx_file(dir, prefix + "-labels-idx1-ubyte");
+  io::IdxImages images = io::read_idx_images(images_file);
+  std::vector<std::uint8_t> labels = io::read_idx_labels(labels_file, 10);
+  if (images.rows != 28 || images.cols != 28) {
+    throw InputError(detail::concat(images_file.string(), ": images are ", images.rows, "x",
+                                    images.cols, ", expected 28x28"));
+  }
+  if (static_cast<std::int64_t>(labels.size()) != images.count) {
+    throw InputError(detail::concat(labels_file.string(), ": ", labels.size(),
+                                    " labels for the ", images.count, " images of ",
+                                    images_file.string()));
+  }
+  Dataset d;
+  d.name = detail::concat(to_string(kind), split == Split::Train ? "/train" : "/test");
+  d.count = apply_limit(d.name, images.count, limit);
+  d.features = 28 * 28;
+  d.num_classes = 10;
+  normalize_into(d.images, images.pixels.data(), d.count, 1, d.features,
+                 kind == DatasetKind::Mnist ? kMnistStats : kFashionStats);
+  d.labels.assign(labels.begin(), labels.begin() + d.count);
+  return d;
+}
+
+Dataset load_cifar(const std::filesystem::path& dir, Split split, std::int64_t limit) {
+  io::CifarBatch batch;
+  if (split == Split::Train) {
+    for (int i = 1; i <= 5; ++i) {
+      io::read_cifar_batch(dir / detail::concat("data_batch_", i, ".bin"), batch);
+    }
+  } else {
+    io::read_cifar_batch(dir / "test_batch.bin", batch);
+  }
+  Dataset d;
+  d.name = split == Split::Train ? "cifar10/train" : "cifar10/test";
+  d.count = apply_limit(d.name, batch.count, limit);
+  d.features = io::kCifarImageBytes;
+  d.num_classes = io::kCifar10Classes;
+  normalize_into(d.images, batch.pixels.data(), d.count, 3, 32 * 32, kCifarStats);
+  d.labels.assign(batch.labels.begin(), batch.labels.begin() + d.count);
+  return d;
+}
+
+}  // namespace
+
+std::string_view to_string(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::FashionMnist: return "fashion-mnist";
+    case DatasetKind::Mnist: return "mnist";
+    case DatasetKind::Cifar10: return "cifar10";
+  }
+  return "?";
+}
+
+std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10"}; }
+
+DatasetKind parse_dataset_kind(std::string_view name) {
+  for (DatasetKind k : {DatasetKind::FashionMnist, DatasetKind::Mnist, DatasetKind::Cifar10}) {
+    if (name == to_string(k)) return k;
+  }
+  throw InputError(detail::concat("unknown data set '", name,
+                                  "', expected one of: fashion-mnist, mnist, cifar10"));
+}
+
+std::filesystem::path default_data_dir(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::FashionMnist: return "/usr/share/datasets/fashion-mnist";
+    case DatasetKind::Mnist: return "/usr/share/datasets/mnist";
+    case DatasetKind::Cifar10: return "/usr/share/datasets/cifar-10-batches-bin";
+  }
+  return {};
+}
+
+Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split split,
+                     std::int64_t limit) {
+  // A missing directory shows up as its first missing file, which is the more useful message.
+  return kind == DatasetKind::Cifar10 ? load_cifar(dir, split, limit)
+                                      : load_idx(kind, dir, split, limit);
+}
+
+}  // namespace noeira

@@ -1,0 +1,41 @@
+#pragma once
+// In-memory classification data sets: images as normalized float rows, labels as int32.
+//
+// Normalization: pixel / 255, then (x - mean) / std with the data set's published training-split
+// statistics (fixed constants, so train and eval agree without re-reading the training split):
+//   Fashion-MNIST mean 0.2860 std 0.3530; MNIST mean 0.1307 std 0.3081;
+//   CIFAR-10 per channel mean (0.4914, 0.4822, 0.4465) std (0.2470, 0.2435, 0.2616).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace noeira {
+
+enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10 };
+
+std::string_view to_string(DatasetKind kind);
+// "fashion-mnist", "mnist", "cifar10"; anything else is an InputError listing the choices.
+DatasetKind parse_dataset_kind(std::string_view name);
+std::vector<std::string> dataset_names();
+// Where Debian's packages (or the usual layout) put the files.
+std::filesystem::path default_data_dir(DatasetKind kind);
+
+struct Dataset {
+  std::string name;                   // e.g. "fashion-mnist/train", for messages
+  std::int64_t count = 0;             // samples
+  std::int64_t features = 0;          // floats per sample (784 for 28x28, 3072 for CIFAR)
+  int num_classes = 0;
+  std::vector<float> images;          // [count, features], normalized
+  std::vector<std::int32_t> labels;   // [count], in 0..num_classes-1
+};
+
+enum class Split : std::uint8_t { Train, Test };
+
+// Loads one split from `dir`. limit > 0 keeps only the first `limit` samples (for quick runs and
+// tests); a limit above the split's size is an InputError.
+Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split split,
+                     std::int64_t limit = 0);
+
+}  // namespace noeira

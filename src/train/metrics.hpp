@@ -1,0 +1,63 @@
+#pragma once
+// What a run reports: one record per logged step and per epoch, written as JSON lines to
+// <out>/metrics.jsonl (and echoed on stdout with --log-format json).
+//
+// Fields named in kTimingFields depend on the machine's speed; every other field is a pure
+// function of the configuration, so two runs with the same seed produce the same file once those
+// are removed (tests/test_trainer.cpp checks it).
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json_fwd.hpp>
+#include <string_view>
+
+namespace noeira {
+
+inline constexpr std::array<std::string_view, 4> kTimingFields = {
+    "samples_per_s", "elapsed_s", "epoch_time_s", "eval_time_s"};
+
+struct StepRecord {
+  std::int64_t epoch = 0;          // 1-based
+  std::int64_t step = 0;           // optimizer steps completed in the run
+  std::int64_t epoch_step = 0;     // steps completed in this epoch
+  std::int64_t steps_per_epoch = 0;
+  double loss = 0.0;               // mean training loss over the steps since the last record
+  double lr = 0.0;                 // the rate of the last step
+  double grad_norm = 0.0;          // global gradient norm of the last step, before clipping
+  double samples_per_s = 0.0;      // training samples per second since the last record
+  double elapsed_s = 0.0;          // since training started
+};
+
+struct EpochRecord {
+  std::int64_t epoch = 0;          // 1-based
+  std::int64_t epochs = 0;
+  std::int64_t step = 0;
+  double train_loss = 0.0;         // mean over the epoch's training samples
+  double test_loss = 0.0;          // mean over the test split
+  double test_accuracy = 0.0;      // top-1, in [0, 1]
+  std::int64_t test_samples = 0;
+  double samples_per_s = 0.0;      // training samples per second of the epoch (no evaluation)
+  double epoch_time_s = 0.0;       // training time of the epoch
+  double eval_time_s = 0.0;
+  double elapsed_s = 0.0;          // since training started
+};
+
+nlohmann::json to_json(const StepRecord& r);
+nlohmann::json to_json(const EpochRecord& r);
+
+// An append-only JSON-lines file, flushed after every record so a crashed or interrupted run
+// keeps what it had logged.
+class MetricsFile {
+ public:
+  // Creates (truncates) the file; an unwritable path is an InputError naming it.
+  explicit MetricsFile(const std::filesystem::path& file);
+  void write(const nlohmann::json& record);
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  std::ofstream out_;
+};
+
+}  // namespace noeira

@@ -1,0 +1,31 @@
+#pragma once
+// Which samples a step reads. The sample order of an epoch depends only on (seed, epoch) — never
+// on the world size — and rank r of N takes a contiguous slice of each global batch, so the global
+// batch, and with it the training run, is the same for any N (DESIGN.md, one training step, 1).
+#include <cstdint>
+#include <vector>
+
+namespace noeira {
+
+// A permutation of 0..n-1: Fisher-Yates driven by Philox at counter (epoch, i), so the result is
+// the same on every platform and standard library (std::shuffle's is implementation-defined).
+std::vector<std::int32_t> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t n);
+
+// Rows [begin, end) of a batch.
+struct RowRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::int64_t size() const { return end - begin; }
+};
+
+// Rank `rank` of `world` takes rows [rank*B/world, (rank+1)*B/world) of a global batch of B rows:
+// as even as integer division allows (sizes differ by at most one), covering every row once.
+RowRange shard_rows(std::int64_t global_rows, int rank, int world);
+
+// Global batch `step` of an epoch of n samples with batch size B: rows [step*B, min((step+1)*B, n))
+// of the epoch's order. The last batch is short when B does not divide n (kept, as PyTorch's
+// DataLoader does by default).
+RowRange global_batch(std::int64_t step, std::int64_t batch, std::int64_t n);
+std::int64_t steps_per_epoch(std::int64_t batch, std::int64_t n);
+
+}  // namespace noeira

@@ -1,0 +1,94 @@
+#include "train/progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+namespace noeira {
+
+namespace {
+
+std::string format(const char* fmt, auto... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+constexpr int kBarWidth = 30;
+constexpr auto kRedrawInterval = std::chrono::milliseconds(100);
+
+}  // namespace
+
+bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
+
+Progress::Progress(std::ostream& out, std::ostream& notes, LogFormat format, bool terminal)
+    : out_(out), notes_(notes), format_(format), terminal_(terminal && format == LogFormat::Human) {}
+
+void Progress::clear_bar() {
+  if (bar_shown_) {
+    out_ << "\r\033[K";
+    bar_shown_ = false;
+  }
+}
+
+void Progress::tick(std::int64_t epoch, std::int64_t epochs, std::int64_t epoch_step,
+                    std::int64_t steps_per_epoch, double running_loss, double samples_per_s) {
+  if (!terminal_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (epoch_step != steps_per_epoch && now - last_draw_ < kRedrawInterval) return;
+  last_draw_ = now;
+  const int filled = static_cast<int>(kBarWidth * epoch_step / steps_per_epoch);
+  std::string bar(static_cast<std::size_t>(kBarWidth), ' ');
+  for (int i = 0; i < filled; ++i) bar[static_cast<std::size_t>(i)] = '=';
+  if (filled < kBarWidth) bar[static_cast<std::size_t>(filled)] = '>';
+  out_ << "\r\033[K"
+       << format("epoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.0f samples/s",
+                 static_cast<long long>(epoch), static_cast<long long>(epochs), bar.c_str(),
+                 static_cast<long long>(epoch_step), static_cast<long long>(steps_per_epoch),
+                 running_loss, samples_per_s)
+       << std::flush;
+  bar_shown_ = true;
+}
+
+void Progress::step(const StepRecord& r) {
+  if (format_ == LogFormat::Json) {
+    out_ << to_json(r).dump() << '\n' << std::flush;
+    return;
+  }
+  if (terminal_) return;  // the bar shows it
+  out_ << format("epoch %lld step %lld/%lld  loss %.4f  lr %.3g  grad norm %.3f  %.0f samples/s",
+                 static_cast<long long>(r.epoch), static_cast<long long>(r.epoch_step),
+                 static_cast<long long>(r.steps_per_epoch), r.loss, r.lr, r.grad_norm,
+                 r.samples_per_s)
+       << '\n'
+       << std::flush;
+}
+
+void Progress::epoch(const EpochRecord& r) {
+  if (format_ == LogFormat::Json) {
+    out_ << to_json(r).dump() << '\n' << std::flush;
+    return;
+  }
+  clear_bar();
+  out_ << format("epoch %lld/%lld  train loss %.4f  test loss %.4f  test acc %.2f%%  "
+                 "%.0f samples/s  epoch %.2fs  elapsed %.1fs",
+                 static_cast<long long>(r.epoch), static_cast<long long>(r.epochs), r.train_loss,
+                 r.test_loss, 100.0 * r.test_accuracy, r.samples_per_s, r.epoch_time_s,
+                 r.elapsed_s)
+       << '\n'
+       << std::flush;
+}
+
+void Progress::note(std::string_view text) {
+  if (format_ == LogFormat::Json) {
+    notes_ << text << '\n' << std::flush;
+    return;
+  }
+  clear_bar();
+  out_ << text << '\n' << std::flush;
+}
+
+}  // namespace noeira

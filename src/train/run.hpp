@@ -1,0 +1,27 @@
+#pragma once
+// The subcommands' bodies, behind plain functions: the preset name is resolved to a model type
+// here (with_preset), so the command line never sees a template.
+#include <cstdint>
+
+#include "train/config.hpp"
+#include "train/trainer.hpp"
+
+namespace noeira {
+
+struct TrainOutcome {
+  TrainSummary summary;
+  std::int64_t parameters = 0;
+  std::string out_dir;
+};
+
+// Loads the data, trains, writes <out>/config.json, <out>/metrics.jsonl and <out>/model.h5.
+TrainOutcome run_train(const TrainConfig& config);
+
+// Loads <config.params> into the preset (config.model, or the one the file names when empty) and
+// evaluates it on the test split.
+EvalResult run_eval(const TrainConfig& config);
+
+// What the output directory is when --out is not given: runs/<model>-<data>-<YYYYmmdd-HHMMSS>.
+std::string default_out_dir(const TrainConfig& config);
+
+}  // namespace noeira
