@@ -33,17 +33,38 @@ NOEIRA_HD void sgd_update(float& w, float* buf, float g, const SgdHyper& h) {
   w -= h.lr * g;
 }
 
-NOEIRA_HD void adam_update(float& w, float& m, float& v, float g, const AdamHyper& h) {
-  if (h.decoupled) {
-    w -= h.lr * h.weight_decay * w;
+// The per-step constants of an Adam update, derived once per buffer so that the per-element
+// update has no divisions by step constants and vectorizes.
+struct AdamCoefficients {
+  float lr, beta1, one_minus_beta1, beta2, one_minus_beta2, eps, weight_decay;
+  float inv_bias_correction1, inv_bias_correction2;
+  bool decoupled;
+};
+
+NOEIRA_HD AdamCoefficients adam_coefficients(const AdamHyper& h) {
+  return AdamCoefficients{h.lr,
+                          h.beta1,
+                          1.0f - h.beta1,
+                          h.beta2,
+                          1.0f - h.beta2,
+                          h.eps,
+                          h.weight_decay,
+                          1.0f / h.bias_correction1,
+                          1.0f / h.bias_correction2,
+                          h.decoupled};
+}
+
+NOEIRA_HD void adam_update(float& w, float& m, float& v, float g, const AdamCoefficients& c) {
+  if (c.decoupled) {
+    w -= c.lr * c.weight_decay * w;
   } else {
-    g += h.weight_decay * w;
+    g += c.weight_decay * w;
   }
-  m = h.beta1 * m + (1.0f - h.beta1) * g;
-  v = h.beta2 * v + (1.0f - h.beta2) * g * g;
-  const float m_hat = m / h.bias_correction1;
-  const float v_hat = v / h.bias_correction2;
-  w -= h.lr * m_hat / (sqrtf(v_hat) + h.eps);
+  m = c.beta1 * m + c.one_minus_beta1 * g;
+  v = c.beta2 * v + c.one_minus_beta2 * g * g;
+  const float m_hat = m * c.inv_bias_correction1;
+  const float v_hat = v * c.inv_bias_correction2;
+  w -= c.lr * m_hat / (sqrtf(v_hat) + c.eps);
 }
 
 }  // namespace noeira

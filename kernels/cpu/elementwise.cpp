@@ -1,4 +1,5 @@
 #include "kernels/activation_math.hpp"
+#include "kernels/cpu/activation_dispatch.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 
@@ -34,16 +35,22 @@ void copy_columns(Stream, GradMode mode, float* dst, std::int64_t dst_stride, co
 }
 
 void activation_forward(Stream, Activation a, float* y, const float* x, std::int64_t n) {
-  parallel_for(n, [&](std::int64_t i) { y[i] = act::forward(a, x[i]); });
+  with_activation(a, [&](auto tag) {
+    constexpr Activation A = decltype(tag)::value;
+    parallel_for(n, [&](std::int64_t i) { y[i] = act::forward(A, x[i]); });
+  });
 }
 
 void activation_backward(Stream, Activation a, float* dx, const float* dy, const float* x,
                          const float* y, std::int64_t n) {
   // x or y may be null when the activation's derivative does not read it.
-  parallel_for(n, [&](std::int64_t i) {
-    const float xi = x != nullptr ? x[i] : 0.0f;
-    const float yi = y != nullptr ? y[i] : 0.0f;
-    dx[i] = dy[i] * act::derivative(a, xi, yi);
+  with_activation(a, [&](auto tag) {
+    constexpr Activation A = decltype(tag)::value;
+    parallel_for(n, [&](std::int64_t i) {
+      const float xi = x != nullptr ? x[i] : 0.0f;
+      const float yi = y != nullptr ? y[i] : 0.0f;
+      dx[i] = dy[i] * act::derivative(A, xi, yi);
+    });
   });
 }
 

@@ -3,8 +3,10 @@
 #include <cblas.h>
 
 #include "kernels/activation_math.hpp"
+#include "kernels/cpu/activation_dispatch.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/error.hpp"
 
 namespace noeira::cpu {
 
@@ -19,16 +21,24 @@ void linear_forward(Stream, Activation a, float* y, float* pre, const float* x, 
               as_blas_int(in), 1.0f, x, as_blas_int(in), w, as_blas_int(in), 0.0f, y,
               as_blas_int(out));
   // Epilogue while the rows are still in cache: + bias, keep pre-activation if needed, activate.
-  const bool keep_pre = activation_needs_input(a) && pre != nullptr;
   if (b == nullptr && a == Activation::Identity) return;
-  parallel_for_rows(rows, out, [&](std::int64_t r) {
-    float* yr = y + r * out;
-    float* pr = keep_pre ? pre + r * out : nullptr;
-    for (std::int64_t c = 0; c < out; ++c) {
-      const float z = b != nullptr ? yr[c] + b[c] : yr[c];
-      if (pr != nullptr) pr[c] = z;
-      yr[c] = act::forward(a, z);
-    }
+  with_activation(a, [&](auto tag) {
+    constexpr Activation A = decltype(tag)::value;
+    parallel_for_rows(rows, out, [&](std::int64_t r) {
+      float* __restrict yr = y + r * out;
+      if (b != nullptr) {
+        for (std::int64_t c = 0; c < out; ++c) yr[c] += b[c];
+      }
+      if constexpr (activation_needs_input(A)) {
+        if (pre != nullptr) {
+          float* __restrict pr = pre + r * out;
+          for (std::int64_t c = 0; c < out; ++c) pr[c] = yr[c];
+        }
+      }
+      if constexpr (A != Activation::Identity) {
+        for (std::int64_t c = 0; c < out; ++c) yr[c] = act::forward(A, yr[c]);
+      }
+    });
   });
 }
 
@@ -36,14 +46,20 @@ void linear_backward(Stream, Activation a, GradMode mode, float* dx, float* dw, 
                      float* dpre, const float* dy, const float* x, const float* w, const float* y,
                      const float* pre, std::int64_t rows, std::int64_t in, std::int64_t out) {
   // dpre = dy ⊙ act'(pre, y); for Identity dy itself is the pre-activation gradient.
+  NOEIRA_CHECK(pre != nullptr || !activation_needs_input(a),
+               "linear_backward: activation ", to_string(a), " needs the forward's pre-activation");
   const float* g = dy;
   if (a != Activation::Identity) {
-    parallel_for_rows(rows, out, [&](std::int64_t r) {
-      const std::int64_t o = r * out;
-      for (std::int64_t c = 0; c < out; ++c) {
-        const float z = pre != nullptr ? pre[o + c] : 0.0f;
-        dpre[o + c] = dy[o + c] * act::derivative(a, z, y[o + c]);
-      }
+    with_activation(a, [&](auto tag) {
+      constexpr Activation A = decltype(tag)::value;
+      parallel_for_rows(rows, out, [&](std::int64_t r) {
+        const std::int64_t o = r * out;
+        float* __restrict dp = dpre + o;
+        for (std::int64_t c = 0; c < out; ++c) {
+          const float z = activation_needs_input(A) ? pre[o + c] : 0.0f;
+          dp[c] = dy[o + c] * act::derivative(A, z, y[o + c]);
+        }
+      });
     });
     g = dpre;
   }

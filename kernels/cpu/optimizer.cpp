@@ -14,9 +14,13 @@ void sgd_step(Stream, float* w, float* momentum, const float* g, std::int64_t n,
   }
 }
 
-void adam_step(Stream, float* w, float* m, float* v, const float* g, std::int64_t n,
-               AdamHyper hyper) {
-  parallel_for(n, [&](std::int64_t i) { adam_update(w[i], m[i], v[i], g[i], hyper); });
+void adam_step(Stream, float* __restrict w, float* __restrict m, float* __restrict v,
+               const float* __restrict g, std::int64_t n, AdamHyper hyper) {
+  // A plain simd loop rather than parallel_for's lambda: with the restrict pointers and the
+  // constants in locals the compiler vectorizes the update (it is a third of an MLP step).
+  const AdamCoefficients c = adam_coefficients(hyper);
+#pragma omp parallel for simd schedule(static) if (n >= kParallelGrain)
+  for (std::int64_t i = 0; i < n; ++i) adam_update(w[i], m[i], v[i], g[i], c);
 }
 
 }  // namespace noeira::cpu

@@ -23,8 +23,8 @@ struct AdamStep {
   float* m;
   float* v;
   const float* g;
-  AdamHyper hyper;
-  __device__ void operator()(std::int64_t i) const { adam_update(w[i], m[i], v[i], g[i], hyper); }
+  AdamCoefficients c;
+  __device__ void operator()(std::int64_t i) const { adam_update(w[i], m[i], v[i], g[i], c); }
 };
 
 }  // namespace
@@ -36,7 +36,7 @@ void sgd_step(Stream s, float* w, float* momentum, const float* g, std::int64_t 
 
 void adam_step(Stream s, float* w, float* m, float* v, const float* g, std::int64_t n,
                AdamHyper hyper) {
-  launch_map(s, n, AdamStep{w, m, v, g, hyper});
+  launch_map(s, n, AdamStep{w, m, v, g, adam_coefficients(hyper)});
 }
 
 }  // namespace noeira::cuda
