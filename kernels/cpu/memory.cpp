@@ -25,6 +25,15 @@ void copy_bytes(Stream, void* dst, const void* src, std::size_t bytes) {
   if (bytes != 0 && dst != src) std::memmove(dst, src, bytes);
 }
 
+// Host memory is the CPU target's live memory: upload and download are plain copies.
+void upload(Stream s, void* dst, const void* host_src, std::size_t bytes) {
+  copy_bytes(s, dst, host_src, bytes);
+}
+
+void download(Stream s, void* host_dst, const void* src, std::size_t bytes) {
+  copy_bytes(s, host_dst, src, bytes);
+}
+
 void synchronize(Stream) {}
 
 }  // namespace noeira::cpu
