@@ -358,6 +358,62 @@ void ShardingPolicy::step(Optimizer& optimizer, float lr) {
   gathered_unit_ = kNone;  // ZeRO-3: the gathered copy is stale now
 }
 
+// --- checkpoint access -----------------------------------------------------------------------
+
+void ShardingPolicy::allocate_optimizer_state(const Optimizer& optimizer) {
+  const std::int64_t state_size = sharded_state() ? layout_.shard_size : layout_.full_size;
+  if (optimizer.uses_m() && !m_.defined()) m_ = Tensor({state_size});
+  if (optimizer.uses_v() && !v_.defined()) v_ = Tensor({state_size});
+}
+
+std::vector<ShardingPolicy::HeldPiece> ShardingPolicy::slice_pieces(State state) {
+  std::vector<HeldPiece> out;
+  Tensor& moments = state == State::M ? m_ : v_;
+  if (state != State::Value && !moments.defined()) return out;
+  for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
+    const Range slice = layout_.units[u].slice(group_.rank());
+    const bool in_shard = state == State::Value ? sharded_params() : sharded_state();
+    float* base = nullptr;
+    if (state == State::Value) {
+      base = in_shard ? params_shard_.data() + layout_.shard_offset[u]
+                      : params_full_.data() + layout_.full_offset[u] + slice.begin;
+    } else {
+      base = moments.data() +
+             (in_shard ? layout_.shard_offset[u] : layout_.full_offset[u] + slice.begin);
+    }
+    for (const Piece& p : layout_.units[u].pieces(slice)) {
+      out.push_back({layout_.first_param[u] + p.param, p.param_begin, p.count,
+                     base + (p.flat_begin - slice.begin)});
+    }
+  }
+  return out;
+}
+
+std::vector<ShardingPolicy::HeldPiece> ShardingPolicy::held_pieces(State state) {
+  gathered_unit_ = kNone;
+  std::vector<HeldPiece> out;
+  Tensor& moments = state == State::M ? m_ : v_;
+  if (state != State::Value && !moments.defined()) return out;
+  const bool sharded = state == State::Value ? sharded_params() : sharded_state();
+  for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
+    const FlatLayout& l = layout_.units[u];
+    const Range range = sharded ? l.slice(group_.rank()) : Range{0, l.padded_size};
+    float* base = nullptr;
+    if (state == State::Value) {
+      base = sharded ? params_shard_.data() + layout_.shard_offset[u]
+                     : params_full_.data() + layout_.full_offset[u];
+    } else {
+      base = moments.data() +
+             (sharded ? layout_.shard_offset[u] : layout_.full_offset[u]);
+    }
+    for (const Piece& p : l.pieces(range)) {
+      out.push_back({layout_.first_param[u] + p.param, p.param_begin, p.count,
+                     base + (p.flat_begin - range.begin)});
+    }
+  }
+  return out;
+}
+
 // --- inspection ------------------------------------------------------------------------------
 
 std::vector<float> ShardingPolicy::full_parameters() {

@@ -128,6 +128,26 @@ class ShardingPolicy {
   // Every parameter, walk order, without padding. Collective for ZeRO-3 (it gathers).
   std::vector<float> full_parameters();
 
+  // Checkpoint access (issue 5). A run of parameter elements [param_begin, param_begin + count)
+  // of walk parameter `param`, stored contiguously at `data`.
+  enum class State : std::uint8_t { Value, M, V };
+  struct HeldPiece {
+    std::size_t param = 0;
+    std::int64_t param_begin = 0;
+    std::int64_t count = 0;
+    float* data = nullptr;
+  };
+  // The pieces of rank r's slice of every unit (distributed/shard.hpp): what rank r writes, so
+  // that the ranks together write every element once, whatever the policy (DDP holds more, but
+  // splits the writing evenly). Empty for M / V before the optimizer state exists.
+  std::vector<HeldPiece> slice_pieces(State state);
+  // Every piece this rank stores (DDP: everything; ZeRO-1/2: all values, own m / v; ZeRO-3: own
+  // slices): what a load must fill. Loading through these pointers makes ZeRO-3's gathered unit
+  // stale, so this call forgets it.
+  std::vector<HeldPiece> held_pieces(State state);
+  // Allocates m / v as `optimizer` needs them (zeroed), before a load fills them.
+  void allocate_optimizer_state(const Optimizer& optimizer);
+
   MemoryReport memory_report() const;
 
  private:

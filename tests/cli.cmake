@@ -3,3 +3,17 @@
 if(TARGET noeira)
   add_dependencies(noeira_tests noeira)
 endif()
+
+# The binary under a real MPI launch: `mpiexec -n 2 noeira train --policy zero3` must save the
+# same parameters, bit for bit, as `noeira train --sim-ranks 2 --policy zero3`.
+find_program(NOEIRA_H5DIFF h5diff)
+if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
+  add_test(NAME cli_mpi_train_zero3_np2
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_mpi_train.sh ${MPIEXEC_EXECUTABLE}
+                   ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF}
+                   ${CMAKE_CURRENT_BINARY_DIR}/cli_mpi_train)
+  set_tests_properties(cli_mpi_train_zero3_np2 PROPERTIES
+                       ENVIRONMENT
+                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                       TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
+endif()

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -12,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "io/params_file.hpp"
 #include "io_test_files.hpp"
 #include "train/metrics.hpp"
+#include "train/presets.hpp"
 
 namespace noeira {
 namespace {
@@ -74,12 +78,16 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
                         "--epochs INT:POSITIVE=5", "--batch INT:POSITIVE=100", "=adam",
                         "--lr FLOAT:POSITIVE=0.001", "--weight-decay", "--schedule", "--warmup",
                         "--min-lr", "--grad-clip", "--seed UINT=1", "--threads", "--out",
-                        "--log-format", "--log-every", "--config", "--data-dir", "--limit-train"}) {
+                        "--log-format", "--log-every", "--config", "--data-dir", "--limit-train",
+                        "--policy TEXT:{ddp,zero1,zero2,zero3}=ddp", "--sim-ranks", "--bucket-mb",
+                        "--watchdog-timeout", "--report-memory", "--checkpoint-dir",
+                        "--checkpoint-every", "--keep-last INT:NONNEGATIVE=3", "--resume"}) {
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
   }
   const Output top = noeira(dir, "--help");
   EXPECT_NE(top.out.find("train"), std::string::npos);
   EXPECT_NE(top.out.find("eval"), std::string::npos);
+  EXPECT_NE(top.out.find("inspect"), std::string::npos);
 }
 
 TEST(Cli, BadFlagsAreOneLineErrors) {
@@ -206,6 +214,224 @@ TEST(Cli, ShortRunOnFashionMnistReducesTheLoss) {
     EXPECT_EQ(nlohmann::json::parse(line)["type"], records[static_cast<std::size_t>(n)]["type"]);
   }
   EXPECT_EQ(n, 6);
+}
+
+// The mlp preset's parameters saved in a model.h5, in walk order.
+std::vector<float> saved_mlp(const std::filesystem::path& file) {
+  presets::Mlp model(Init(Target::Cpu, InitSpec{}));
+  std::vector<io::NamedParam> params;
+  for_each_param(model, [&](const std::string& n, Param& p) { params.push_back({n, &p}); });
+  io::load_params(file, "mlp", params);
+  std::vector<float> out;
+  for (const io::NamedParam& p : params) {
+    const std::vector<float> v = p.param->val.to_vector();
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  return out;
+}
+
+double last_accuracy(const std::filesystem::path& metrics) {
+  return read_records(metrics).back()["test_accuracy"].get<double>();
+}
+
+#define REQUIRE_FASHION_MNIST()                                                           \
+  do {                                                                                    \
+    if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) \
+      GTEST_SKIP() << "Fashion-MNIST not installed at /usr/share/datasets/fashion-mnist";  \
+  } while (0)
+
+// A small Fashion-MNIST run, 2 epochs of 20 steps, one thread per rank.
+const std::string kSmallRun =
+    "train --limit-train 2000 --limit-test 1000 --epochs 2 --threads 1 --log-every 0 ";
+
+TEST(CliDistributed, SimulatedRanksMatchOneRank) {
+  REQUIRE_BINARY();
+  REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  const Output one = noeira(dir, kSmallRun + "--sim-ranks 1 --out " + (dir / "one").string());
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.out.find("1 rank (simulated), policy ddp"), std::string::npos) << one.out;
+  const std::vector<float> reference = saved_mlp(dir / "one" / "model.h5");
+  double max_p = 0.0;
+  for (float p : reference) max_p = std::max(max_p, static_cast<double>(std::fabs(p)));
+  const double tol = 1e-4 * max_p + 1e-6;
+  const double accuracy = last_accuracy(dir / "one" / "metrics.jsonl");
+  EXPECT_GT(accuracy, 0.7);
+
+  // 4 ranks under ZeRO-2 (25 rows each), 3 under ZeRO-1 (uneven rows and shards): the global
+  // batch is the same, only the summation order of the gradient differs.
+  for (const std::string args : {"--sim-ranks 4 --policy zero2", "--sim-ranks 3 --policy zero1"}) {
+    const std::filesystem::path out = dir / "many";
+    const Output many = noeira(dir, kSmallRun + args + " --out " + out.string());
+    ASSERT_EQ(many.code, 0) << args << ": " << many.err;
+    const std::vector<float> values = saved_mlp(out / "model.h5");
+    ASSERT_EQ(values.size(), reference.size());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::fabs(values[i] - reference[i])));
+    }
+    EXPECT_LE(worst, tol) << args;
+    EXPECT_NEAR(last_accuracy(out / "metrics.jsonl"), accuracy, 0.005) << args;
+  }
+}
+
+TEST(CliDistributed, Zero3MatchesDdpBitForBitAndReportsMemoryPerRank) {
+  REQUIRE_BINARY();
+  REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  const Output ddp =
+      noeira(dir, kSmallRun + "--sim-ranks 2 --policy ddp --out " + (dir / "ddp").string());
+  ASSERT_EQ(ddp.code, 0) << ddp.err;
+  const Output zero3 = noeira(dir, kSmallRun + "--sim-ranks 2 --policy zero3 --report-memory " +
+                                       "--out " + (dir / "zero3").string());
+  ASSERT_EQ(zero3.code, 0) << zero3.err;
+  EXPECT_EQ(saved_mlp(dir / "ddp" / "model.h5"), saved_mlp(dir / "zero3" / "model.h5"));
+  EXPECT_EQ(last_accuracy(dir / "ddp" / "metrics.jsonl"),
+            last_accuracy(dir / "zero3" / "metrics.jsonl"));
+  // One line per rank, in rank order.
+  const std::size_t r0 = zero3.out.find("[rank 0] memory: rank 0/2 zero3: params");
+  const std::size_t r1 = zero3.out.find("[rank 1] memory: rank 1/2 zero3: params");
+  EXPECT_NE(r0, std::string::npos) << zero3.out;
+  EXPECT_NE(r1, std::string::npos) << zero3.out;
+  EXPECT_LT(r0, r1);
+  EXPECT_EQ(ddp.out.find("memory:"), std::string::npos) << "only with --report-memory";
+}
+
+TEST(CliDistributed, BadDistributedOptionsAreOneLineErrors) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  expect_one_error_line(noeira(dir, "train --policy zero4"), "zero4");
+  expect_one_error_line(noeira(dir, "train --sim-ranks -1"), "sim-ranks");
+  expect_one_error_line(noeira(dir, "train --watchdog-timeout 0"), "watchdog-timeout");
+}
+
+// Checkpoints: 2 epochs of 20 steps (1000 samples, batch 50), one thread per rank.
+const std::string kCkptRun =
+    "train --limit-train 1000 --limit-test 500 --epochs 2 --batch 50 --threads 1 --log-every 0 ";
+
+// The tensor lines of `noeira inspect` (name, shape, norm), without the header that names the
+// world size and policy.
+std::string inspect_tensors(const TempDir& dir, const std::filesystem::path& ckpt) {
+  const Output o = noeira(dir, "inspect " + ckpt.string());
+  EXPECT_EQ(o.code, 0) << o.err;
+  std::istringstream lines(o.out);
+  std::string tensors;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("  params/", 0) == 0) tensors += line + "\n";
+  }
+  EXPECT_NE(tensors.find("params/0.weight/m"), std::string::npos) << o.out;
+  return tensors;
+}
+
+TEST(CliCheckpoint, ResumeMidEpochIsExactForEveryPolicy) {
+  REQUIRE_BINARY();
+  REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  for (const std::string policy : {"ddp", "zero1", "zero2", "zero3"}) {
+    const std::string base = kCkptRun + "--sim-ranks 2 --policy " + policy + " ";
+    const auto ckpt = dir / (policy + "-ckpt");
+    const Output full = noeira(dir, base + "--checkpoint-dir " + ckpt.string() +
+                                        " --checkpoint-every 7 --keep-last 0 --out " +
+                                        (dir / (policy + "-full")).string());
+    ASSERT_EQ(full.code, 0) << full.err;
+    // Step 14 is inside the first epoch: the resumed run skips the 14 consumed batches of the
+    // epoch's order, in a new process, and must end on the same bits.
+    const Output resumed =
+        noeira(dir, base + "--resume " + (ckpt / "step-00000014").string() + " --checkpoint-dir " +
+                        (dir / (policy + "-ckpt2")).string() + " --out " +
+                        (dir / (policy + "-resumed")).string());
+    ASSERT_EQ(resumed.code, 0) << resumed.err;
+    EXPECT_NE(resumed.out.find("resumed from"), std::string::npos) << resumed.out;
+    EXPECT_EQ(saved_mlp(dir / (policy + "-full") / "model.h5"),
+              saved_mlp(dir / (policy + "-resumed") / "model.h5"))
+        << policy;
+  }
+}
+
+TEST(CliCheckpoint, ResumesOnOtherRankCountsAndPolicies) {
+  REQUIRE_BINARY();
+  REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  const auto ckpt = dir / "ckpt";
+  const Output full = noeira(dir, kCkptRun + "--sim-ranks 4 --policy zero3 --checkpoint-dir " +
+                                      ckpt.string() + " --checkpoint-every 7 --keep-last 0 --out " +
+                                      (dir / "full").string());
+  ASSERT_EQ(full.code, 0) << full.err;
+  const std::vector<float> reference = saved_mlp(dir / "full" / "model.h5");
+  const std::string saved = inspect_tensors(dir, ckpt / "step-00000040");
+  double max_p = 0.0;
+  for (float p : reference) max_p = std::max(max_p, static_cast<double>(std::fabs(p)));
+
+  for (const std::string target : {"--sim-ranks 1 --policy ddp", "--sim-ranks 3 --policy zero2"}) {
+    // Zero steps left: what was loaded is saved again (model.h5 and a checkpoint in the new
+    // layout), bit for bit the same logical tensors, m and v included.
+    const auto again = dir / "again";
+    std::filesystem::remove_all(again);
+    const Output o = noeira(dir, kCkptRun + target + " --resume " + (ckpt / "step-00000040").string() +
+                                     " --checkpoint-dir " + again.string() + " --out " +
+                                     (dir / "loaded").string());
+    ASSERT_EQ(o.code, 0) << target << ": " << o.err;
+    EXPECT_EQ(saved_mlp(dir / "loaded" / "model.h5"), reference) << target;
+    EXPECT_EQ(inspect_tensors(dir, again), saved) << target;
+
+    // 12 more steps from step 28 on the new layout: within the equivalence tolerance.
+    const Output more = noeira(dir, kCkptRun + target + " --resume " +
+                                        (ckpt / "step-00000028").string() + " --out " +
+                                        (dir / "more").string());
+    ASSERT_EQ(more.code, 0) << target << ": " << more.err;
+    const std::vector<float> values = saved_mlp(dir / "more" / "model.h5");
+    ASSERT_EQ(values.size(), reference.size());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::fabs(values[i] - reference[i])));
+    }
+    EXPECT_LE(worst, 1e-4 * max_p + 1e-6) << target;
+    EXPECT_GT(worst, 0.0) << target << ": another summation order should leave a trace";
+  }
+  // eval reads a checkpoint's values (here written by 4 ranks under ZeRO-3) as well as model.h5.
+  const Output ev = noeira(dir, "eval --checkpoint " + ckpt.string() +
+                                    " --limit-test 500 --threads 1 --log-format json");
+  ASSERT_EQ(ev.code, 0) << ev.err;
+  EXPECT_EQ(nlohmann::json::parse(ev.out)["test_accuracy"].get<double>(),
+            last_accuracy(dir / "full" / "metrics.jsonl"));
+  // Another model is refused, naming a parameter.
+  expect_one_error_line(noeira(dir, kCkptRun + "--model linear --resume " + ckpt.string() +
+                                        " --out " + (dir / "linear").string()),
+                        "0.weight");
+}
+
+TEST(CliCheckpoint, SignalStopsWithACheckpointThatResumesExactly) {
+  REQUIRE_BINARY();
+  REQUIRE_FASHION_MNIST();
+  TempDir dir;
+  // 30 epochs of 20 steps: long enough that the signal, sent once the first step is logged,
+  // lands mid-run.
+  const std::string base = "train --limit-train 1000 --limit-test 200 --epochs 30 --batch 50 "
+                           "--threads 1 --log-every 1 --sim-ranks 2 --policy zero2 --schedule "
+                           "constant --checkpoint-dir " + (dir / "ckpt").string() + " ";
+  const auto run = dir / "run";
+  const std::string binary = NOEIRA_BINARY;
+  const std::string script =
+      "'" + binary + "' " + base + "--out " + run.string() + " >'" + (dir / "stdout").string() +
+      "' 2>'" + (dir / "stderr").string() + "' </dev/null & pid=$!; "
+      "while [ ! -s '" + (run / "metrics.jsonl").string() + "' ]; do sleep 0.02; done; "
+      "kill -USR1 $pid; wait $pid; exit $?";
+  const int status = std::system(script.c_str());  // std::system runs it with sh -c
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 75) << slurp(dir / "stderr");
+  const std::string err = slurp(dir / "stderr");
+  EXPECT_NE(err.find("stopped by SIGUSR1"), std::string::npos) << err;
+  EXPECT_NE(err.find("--resume latest"), std::string::npos) << err;
+  EXPECT_FALSE(std::filesystem::exists(run / "model.h5")) << "a stopped run has no final model";
+
+  const Output resumed = noeira(dir, base + "--resume latest --out " + run.string());
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  const Output straight = noeira(dir, "train --limit-train 1000 --limit-test 200 --epochs 30 "
+                                      "--batch 50 --threads 1 --log-every 1 --sim-ranks 2 "
+                                      "--policy zero2 --schedule constant --out " +
+                                          (dir / "straight").string());
+  ASSERT_EQ(straight.code, 0) << straight.err;
+  EXPECT_EQ(saved_mlp(run / "model.h5"), saved_mlp(dir / "straight" / "model.h5"));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/sim_process_group.hpp"
 #include "io/params_file.hpp"
 #include "kernels/philox.hpp"
 #include "io_test_files.hpp"
@@ -166,7 +167,12 @@ RunResult run_mlp(const TrainConfig& cfg, const Dataset& train_set, const Datase
   RunResult result;
   {
     MetricsFile metrics(metrics_file);
-    result.summary = train(model, ctx, cfg, train_set, test_set, progress, &metrics);
+    // One simulated rank under DDP: the trainer's only code path, at world size 1.
+    dist::run_simulated(1, [&](dist::ProcessGroup& group) {
+      dist::ShardingPolicy policy(dist::Policy::Ddp, dist::walk_units(model), group, ctx);
+      policy.broadcast_initial_parameters();
+      result.summary = train(model, ctx, cfg, train_set, test_set, progress, &metrics, policy);
+    });
   }
   std::ifstream in(metrics_file);
   for (std::string line; std::getline(in, line);) result.records.push_back(nlohmann::json::parse(line));

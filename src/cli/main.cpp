@@ -11,11 +11,15 @@
 #include <exception>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "cli/json_config.hpp"
+#include "distributed/mpi_process_group.hpp"
 #include "train/presets.hpp"
+#include "io/checkpoint_reader.hpp"
 #include "train/run.hpp"
+#include "train/stop_signal.hpp"
 
 namespace noeira::cli {
 
@@ -94,6 +98,32 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--out", t.out, "Output directory (empty: runs/<model>-<data>-<date-time>)");
   a.add_option("--log-every", t.log_every, "Steps between step records (0: epochs only)")
       ->check(CLI::NonNegativeNumber);
+  a.add_option("--policy", t.policy,
+               "Data-parallel sharding policy: ddp (replicas), zero1 (shard optimizer state), "
+               "zero2 (+ gradients), zero3 (+ parameters)")
+      ->check(CLI::IsMember({"ddp", "zero1", "zero2", "zero3"}));
+  a.add_option("--sim-ranks", t.sim_ranks,
+               "Simulate N ranks as threads of this process (0: off); under mpirun the ranks are "
+               "the MPI processes")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--bucket-mb", t.bucket_mb, "DDP gradient bucket size in MiB")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--watchdog-timeout", t.watchdog_timeout,
+               "Seconds a collective may wait for the other ranks before the run fails")
+      ->check(CLI::PositiveNumber);
+  a.add_flag("--report-memory", t.report_memory,
+             "Print each rank's parameter, gradient and optimizer memory after the first step");
+  a.add_option("--checkpoint-dir", t.checkpoint_dir,
+               "Directory of rank-sharded checkpoints (empty: none); SIGTERM / SIGUSR1 then save "
+               "one and exit with 75");
+  a.add_option("--checkpoint-every", t.checkpoint_every,
+               "Steps between checkpoints (0: only at the end)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--keep-last", t.keep_last, "Checkpoints kept (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--resume", t.resume,
+               "Continue from a checkpoint: latest (of --checkpoint-dir) or a path; any number "
+               "of ranks and any policy");
 }
 
 void add_eval_command(CLI::App& app, Command& c) {
@@ -103,6 +133,8 @@ void add_eval_command(CLI::App& app, Command& c) {
   t.model.clear();  // eval: the model the parameters file names
   a.option_defaults()->always_capture_default();
   a.add_option("--params", t.params, "Parameters file written by train (<out>/model.h5)");
+  a.add_option("--checkpoint", t.eval_checkpoint,
+               "Or a checkpoint: a checkpoint directory (its latest), a step directory");
   a.add_option("--model", t.model, "Model preset (empty: the one the parameters file names)");
   add_common_options(c);
   a.add_option("--eval-batch", t.eval_batch, "Batch size")->check(CLI::PositiveNumber);
@@ -122,7 +154,24 @@ void finish_config(Command& c) {
 
 int train_main(Command& c) {
   finish_config(c);
-  run_train(c.config);
+  const TrainOutcome outcome = run_train(c.config);
+  const int signal = outcome.summary.stop_signal;
+  if (signal != 0) {
+    if (outcome.rank == 0) {
+      std::cout.flush();
+      std::fprintf(stderr,
+                   "noeira: stopped by %s at step %lld to be resumed; checkpoint %s (continue "
+                   "with --resume latest --checkpoint-dir %s)\n",
+                   signal_name(signal), static_cast<long long>(outcome.summary.steps),
+                   outcome.summary.checkpoint.string().c_str(), c.config.checkpoint_dir.c_str());
+    }
+    return kStoppedExitCode;
+  }
+  return 0;
+}
+
+int inspect_main(const std::string& path) {
+  noeira::io::print_checkpoint_summary(std::cout, path);
   return 0;
 }
 
@@ -131,7 +180,8 @@ int eval_main(Command& c) {
   const EvalResult r = run_eval(c.config);
   if (c.config.log_format == LogFormat::Json) {
     std::cout << nlohmann::json{{"type", "eval"},
-                                {"params", c.config.params},
+                                {"params", c.config.params.empty() ? c.config.eval_checkpoint
+                                                                   : c.config.params},
                                 {"test_loss", r.loss},
                                 {"test_accuracy", r.accuracy},
                                 {"test_samples", r.samples}}
@@ -139,7 +189,8 @@ int eval_main(Command& c) {
               << '\n';
   } else {
     std::printf("eval %s: test loss %.4f  test acc %.2f%%  (%lld samples)\n",
-                c.config.params.c_str(), r.loss, 100.0 * r.accuracy,
+                (c.config.params.empty() ? c.config.eval_checkpoint : c.config.params).c_str(),
+                r.loss, 100.0 * r.accuracy,
                 static_cast<long long>(r.samples));
   }
   return 0;
@@ -157,6 +208,11 @@ int main(int argc, char** argv) {
   Command eval;
   add_train_command(app, train);
   add_eval_command(app, eval);
+  std::string inspect_path;
+  CLI::App* inspect = app.add_subcommand("inspect", "Print what a checkpoint holds");
+  inspect->add_option("path", inspect_path,
+                      "A checkpoint directory (its latest), a step directory or a latest file")
+      ->required();
   train.sibling = eval.app;
   eval.sibling = train.app;
   try {
@@ -169,17 +225,29 @@ int main(int argc, char** argv) {
     std::cerr << "noeira: error: " << e.what() << " (see noeira --help)\n";
     return 2;
   }
+  // Under mpirun (or srun) this process is one rank: MPI is initialized here, for the whole run,
+  // and a rank that fails aborts the job rather than leave its peers waiting in a collective.
+  std::optional<noeira::dist::MpiRuntime> mpi;
+  auto fail = [&](const char* what) {
+    std::cout.flush();
+    std::cerr << "noeira: error: " << what << '\n';
+    if (mpi && mpi->world_size() > 1) {
+      std::cerr.flush();
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return 1;
+  };
   try {
+    if (train.app->parsed() && noeira::dist::MpiRuntime::launched_by_mpi()) {
+      mpi.emplace(&argc, &argv);
+    }
     if (train.app->parsed()) return train_main(train);
     if (eval.app->parsed()) return eval_main(eval);
+    if (inspect->parsed()) return inspect_main(inspect_path);
   } catch (const std::exception& e) {
-    std::cout.flush();
-    std::cerr << "noeira: error: " << e.what() << '\n';
-    return 1;
+    return fail(e.what());
   } catch (...) {
-    std::cout.flush();
-    std::cerr << "noeira: error: unknown exception\n";
-    return 1;
+    return fail("unknown exception");
   }
   return 0;
 }

@@ -29,6 +29,11 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"seed", c.seed},           {"threads", c.threads},
       {"log-format", std::string(to_string(c.log_format))},
       {"log-every", c.log_every},
+      {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
+      {"bucket-mb", c.bucket_mb}, {"watchdog-timeout", c.watchdog_timeout},
+      {"report-memory", c.report_memory},
+      {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
+      {"keep-last", c.keep_last},
   };
 }
 
@@ -68,6 +73,18 @@ void validate(const TrainConfig& c) {
   non_negative(static_cast<double>(c.warmup), "warmup");
   non_negative(c.grad_clip, "grad-clip");
   non_negative(static_cast<double>(c.threads), "threads");
+  non_negative(static_cast<double>(c.sim_ranks), "sim-ranks");
+  non_negative(static_cast<double>(c.checkpoint_every), "checkpoint-every");
+  if (c.resume == "latest" && c.checkpoint_dir.empty()) {
+    throw InputError("--resume latest needs --checkpoint-dir (where to look for `latest`)");
+  }
+  if (!(c.bucket_mb > 0.0)) {
+    throw InputError(detail::concat("--bucket-mb must be positive, got ", c.bucket_mb));
+  }
+  if (!(c.watchdog_timeout > 0.0)) {
+    throw InputError(
+        detail::concat("--watchdog-timeout must be positive, got ", c.watchdog_timeout));
+  }
   if (!(c.lr > 0.0)) throw InputError(detail::concat("--lr must be positive, got ", c.lr));
 }
 

@@ -41,6 +41,20 @@ struct TrainConfig {
   LogFormat log_format = LogFormat::Human;
   std::int64_t log_every = 100;          // steps between step records (0 = only epochs)
   std::string params;                    // eval: the parameters file to evaluate
+  std::string eval_checkpoint;           // eval: or a checkpoint (its parameter values)
+  // Distributed training (issue 4). Under an MPI launcher the ranks are the MPI processes;
+  // otherwise sim_ranks threads of this process (0 = one rank, no simulation).
+  std::string policy = "ddp";            // ddp | zero1 | zero2 | zero3
+  int sim_ranks = 0;
+  double bucket_mb = 25.0;               // DDP gradient bucket size
+  double watchdog_timeout = 300.0;       // seconds a collective may wait before the run fails
+  bool report_memory = false;            // print each rank's memory after the first step
+  // Checkpoints (issue 5): rank-sharded, every checkpoint_every steps (0: only at the end) and
+  // when a stop signal arrives; empty dir: none.
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_every = 0;
+  int keep_last = 3;
+  std::string resume;                    // "latest" (of checkpoint_dir) or a checkpoint path
 };
 
 // The JSON form of a configuration, with the command line's option names as keys.

@@ -34,7 +34,8 @@ nlohmann::json to_json(const EpochRecord& r) {
                         {"elapsed_s", r.elapsed_s}};
 }
 
-MetricsFile::MetricsFile(const std::filesystem::path& file) : path_(file), out_(file) {
+MetricsFile::MetricsFile(const std::filesystem::path& file, bool append)
+    : path_(file), out_(file, append ? std::ios::app : std::ios::trunc) {
   if (!out_) throw InputError(detail::concat(file.string(), ": cannot create the metrics file"));
 }
 

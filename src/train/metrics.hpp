@@ -50,8 +50,9 @@ nlohmann::json to_json(const EpochRecord& r);
 // keeps what it had logged.
 class MetricsFile {
  public:
-  // Creates (truncates) the file; an unwritable path is an InputError naming it.
-  explicit MetricsFile(const std::filesystem::path& file);
+  // Creates (truncates) the file, or appends to it (a resumed run continues its records); an
+  // unwritable path is an InputError naming it.
+  explicit MetricsFile(const std::filesystem::path& file, bool append = false);
   void write(const nlohmann::json& record);
   const std::filesystem::path& path() const { return path_; }
 

@@ -1,13 +1,20 @@
 #include "train/run.hpp"
 
+#include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "distributed/mpi_process_group.hpp"
+#include "distributed/sim_process_group.hpp"
+#include "io/checkpoint_reader.hpp"
 #include "io/params_file.hpp"
 #include "train/presets.hpp"
 
@@ -48,6 +55,78 @@ void write_config(const std::filesystem::path& file, const TrainConfig& cfg) {
   if (!out) throw InputError(detail::concat(file.string(), ": cannot write the configuration"));
 }
 
+dist::PolicyOptions policy_options(const TrainConfig& cfg) {
+  dist::PolicyOptions o;
+  o.bucket_elements =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(cfg.bucket_mb * 1024.0 * 1024.0 / 4.0));
+  return o;
+}
+
+// What rank 0 of a run writes besides the metrics: <out>/config.json now, <out>/model.h5 at the
+// end. Created before any rank starts, so a bad --out fails before training.
+struct RunFiles {
+  std::filesystem::path out;
+  std::optional<MetricsFile> metrics;
+};
+
+RunFiles open_run_files(const TrainConfig& cfg, const std::string& out_dir) {
+  RunFiles files;
+  files.out = out_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(files.out, ec);
+  if (ec) {
+    throw InputError(detail::concat(files.out.string(), ": cannot create the output directory (",
+                                    ec.message(), ")"));
+  }
+  write_config(files.out / "config.json", cfg);
+  files.metrics.emplace(files.out / "metrics.jsonl", /*append=*/!cfg.resume.empty());
+  return files;
+}
+
+// One rank's whole run: build the model, hand its parameters to the sharding policy, make the
+// replicas identical, train, and (rank 0) save the final parameters. `files` and `progress` are
+// rank 0's (null elsewhere).
+template <Module M>
+TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
+                        const Dataset& train_set, const Dataset& test_set, Progress* progress,
+                        RunFiles* files) {
+  Context ctx = Context::for_target(Target::Cpu);
+  ctx.seed = cfg.seed;
+  M model(model_init(cfg, ctx.target));
+  dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group, ctx,
+                              policy_options(cfg));
+  // Identical seeds are not enough for identical replicas: rank 0's values win.
+  policy.broadcast_initial_parameters();
+
+  // Ranks other than 0 report nothing: their progress goes nowhere.
+  std::ostream null_stream(nullptr);
+  Progress quiet(null_stream, null_stream, cfg.log_format, false);
+  const std::filesystem::path resume = cfg.resume.empty() ? std::filesystem::path() : resume_path(cfg);
+  const TrainSummary summary =
+      train(model, ctx, cfg, train_set, test_set, progress != nullptr ? *progress : quiet,
+            files != nullptr && files->metrics ? &*files->metrics : nullptr, policy, resume);
+  if (summary.stop_signal != 0) return summary;  // to be resumed: no final parameters yet
+
+  // Collective under ZeRO-3 (it gathers); rank 0 writes the file from a plain model.
+  const std::vector<float> values = policy.full_parameters();
+  if (files != nullptr) {
+    M saved(model_init(cfg, ctx.target));
+    std::size_t at = 0;
+    for_each_param(saved, [&](const std::string&, Param& p) {
+      const auto count = static_cast<std::size_t>(p.numel());
+      p.val.copy_from(std::span<const float>(values.data() + at, count));
+      at += count;
+    });
+    const std::filesystem::path params_file = files->out / "model.h5";
+    io::save_params(params_file, cfg.model, named_params(saved));
+    if (progress != nullptr) {
+      progress->note(detail::concat("saved ", params_file.string(), "; metrics in ",
+                                    files->metrics->path().string()));
+    }
+  }
+  return summary;
+}
+
 }  // namespace
 
 std::string default_out_dir(const TrainConfig& cfg) {
@@ -65,6 +144,17 @@ TrainOutcome run_train(const TrainConfig& cfg) {
   // Resolve every name before the (slow) data load, so a typo fails at once.
   (void)optimizer_config(cfg);
   (void)parse_schedule_kind(cfg.schedule);
+  (void)dist::parse_policy(cfg.policy);
+  const bool mpi = dist::MpiRuntime::launched_by_mpi();
+  if (mpi && cfg.sim_ranks > 0) {
+    throw InputError(detail::concat("--sim-ranks ", cfg.sim_ranks,
+                                    " under an MPI launcher: the ranks are the MPI processes; "
+                                    "drop --sim-ranks or run without mpirun"));
+  }
+  if (!cfg.checkpoint_dir.empty()) install_stop_handlers();
+  dist::ProcessGroupOptions group_options;
+  group_options.timeout = dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
+
   return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
     const std::filesystem::path dir = data_dir_of(cfg, kind);
     const Dataset train_set = load_dataset(kind, dir, Split::Train, cfg.limit_train);
@@ -73,47 +163,90 @@ TrainOutcome run_train(const TrainConfig& cfg) {
 
     TrainOutcome outcome;
     outcome.out_dir = cfg.out.empty() ? default_out_dir(cfg) : cfg.out;
-    const std::filesystem::path out(outcome.out_dir);
-    std::error_code ec;
-    std::filesystem::create_directories(out, ec);
-    if (ec) {
-      throw InputError(detail::concat(out.string(), ": cannot create the output directory (",
-                                      ec.message(), ")"));
+    // mpirun hands ranks a pseudo-terminal even when its own output goes to a log file: no bar
+    // under MPI, so job logs stay plain lines.
+    Progress progress(std::cout, std::cerr, cfg.log_format, stdout_is_terminal() && !mpi);
+    outcome.parameters = [&] {
+      M probe(model_init(cfg, Target::Cpu));
+      return parameter_count(probe);
+    }();
+
+    const int all_threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
+    auto header = [&](int world, std::string_view backend, int threads) {
+      progress.note(detail::concat(
+          "noeira train: model ", cfg.model, " (", outcome.parameters, " parameters), ", cfg.data,
+          " ", train_set.count, " train / ", test_set.count, " test samples from ", dir.string()));
+      progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
+                                   "), policy ", cfg.policy, ", threads per rank ", threads));
+      progress.note(detail::concat("  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (",
+                                   cfg.schedule, "), batch ", cfg.batch, ", epochs ", cfg.epochs,
+                                   ", seed ", cfg.seed, ", output ", outcome.out_dir));
+    };
+
+    if (mpi) {
+      // One rank per process; main() owns MPI initialization (dist::MpiRuntime). --threads is
+      // per rank, as main() set it.
+      const std::unique_ptr<dist::ProcessGroup> group = dist::make_mpi_process_group(group_options);
+      std::optional<RunFiles> files;
+      if (group->rank() == 0) {
+        files = open_run_files(cfg, outcome.out_dir);
+        header(group->size(), "mpi", omp_get_max_threads());
+      }
+      const TrainSummary summary =
+          train_rank<M>(cfg, *group, train_set, test_set, files ? &progress : nullptr,
+                        files ? &*files : nullptr);
+      // Every rank returns its summary: the stop signal and the checkpoint are valid on all,
+      // so every process of a stopped job exits "to be resumed".
+      outcome.summary = summary;
+      outcome.rank = group->rank();
+      return outcome;
     }
-    write_config(out / "config.json", cfg);
-    MetricsFile metrics(out / "metrics.jsonl");
-    Progress progress(std::cout, std::cerr, cfg.log_format, stdout_is_terminal());
 
-    Context ctx = Context::for_target(Target::Cpu);
-    ctx.seed = cfg.seed;
-    M model(model_init(cfg, ctx.target));
-    outcome.parameters = parameter_count(model);
-
-    progress.note(detail::concat(
-        "noeira train: model ", cfg.model, " (", outcome.parameters, " parameters), ", cfg.data,
-        " ", train_set.count, " train / ", test_set.count, " test samples from ", dir.string()));
-    progress.note(detail::concat("  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (", cfg.schedule,
-                                 "), batch ", cfg.batch, ", epochs ", cfg.epochs, ", seed ",
-                                 cfg.seed, ", threads ", omp_get_max_threads(), ", output ",
-                                 out.string()));
-
-    outcome.summary = train(model, ctx, cfg, train_set, test_set, progress, &metrics);
-
-    const std::filesystem::path params_file = out / "model.h5";
-    io::save_params(params_file, cfg.model, named_params(model));
-    progress.note(detail::concat("saved ", params_file.string(), "; metrics in ",
-                                 metrics.path().string()));
+    // N simulated ranks (threads) of this process, or one: the same policy code either way.
+    const int world = std::max(1, cfg.sim_ranks);
+    const int threads = std::max(1, all_threads / world);
+    RunFiles files = open_run_files(cfg, outcome.out_dir);
+    header(world, cfg.sim_ranks > 0 ? "simulated" : "single process", threads);
+    // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
+    // its global count once here keeps the rank threads from resetting it against each other.
+    openblas_set_num_threads(threads);
+    dist::run_simulated(
+        world,
+        [&](dist::ProcessGroup& group) {
+          omp_set_num_threads(threads);  // per thread: each rank gets its share of the cores
+          const bool zero = group.rank() == 0;
+          const TrainSummary summary = train_rank<M>(cfg, group, train_set, test_set,
+                                                     zero ? &progress : nullptr,
+                                                     zero ? &files : nullptr);
+          if (zero) outcome.summary = summary;
+        },
+        group_options);
     return outcome;
   });
 }
 
 EvalResult run_eval(const TrainConfig& cfg) {
-  if (cfg.params.empty()) throw InputError("eval needs --params <file> (e.g. runs/<run>/model.h5)");
+  const bool from_checkpoint = !cfg.eval_checkpoint.empty();
+  if (cfg.params.empty() == !from_checkpoint) {
+    throw InputError(
+        "eval needs one of --params <file> (e.g. runs/<run>/model.h5) or --checkpoint <path>");
+  }
   if (!(cfg.eval_batch > 0)) {
     throw InputError(detail::concat("--eval-batch must be positive, got ", cfg.eval_batch));
   }
   const DatasetKind kind = parse_dataset_kind(cfg.data);
-  const std::string stored = io::read_params_model(cfg.params);
+  std::optional<io::CheckpointReader> ckpt;
+  if (from_checkpoint) ckpt.emplace(io::CheckpointReader::open(cfg.eval_checkpoint));
+  auto checkpoint_model = [&] {
+    const auto it = ckpt->meta().labels.find("model");
+    if (it == ckpt->meta().labels.end()) {
+      throw InputError(detail::concat(ckpt->dir().string(),
+                                      ": the checkpoint names no model; pass --model"));
+    }
+    return it->second;
+  };
+  const std::string stored =
+      from_checkpoint ? checkpoint_model() : io::read_params_model(cfg.params);
   const std::string model_name = cfg.model.empty() ? stored : cfg.model;
   return with_preset(model_name, [&]<class M>(std::type_identity<M>) {
     const Dataset test_set =
@@ -121,7 +254,16 @@ EvalResult run_eval(const TrainConfig& cfg) {
     check_features<M>(test_set, model_name);
     Context ctx = Context::for_target(Target::Cpu);
     M model(model_init(cfg, ctx.target));
-    io::load_params(cfg.params, model_name, named_params(model));
+    if (from_checkpoint) {
+      // The logical tensors, whatever world size and policy wrote them.
+      ckpt->check_signature(signature_of(dist::walk_units(model)));
+      for_each_param(model, [&](const std::string& name, Param& p) {
+        ckpt->read(io::param_tensor_name(name, "val"), 0,
+                   std::span<float>(p.val.data(), static_cast<std::size_t>(p.numel())));
+      });
+    } else {
+      io::load_params(cfg.params, model_name, named_params(model));
+    }
     Batch batch(ctx.target);
     CrossEntropyLoss loss;
     return evaluate(model, ctx, test_set, cfg.eval_batch, batch, loss);

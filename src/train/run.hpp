@@ -12,9 +12,11 @@ struct TrainOutcome {
   TrainSummary summary;
   std::int64_t parameters = 0;
   std::string out_dir;
+  int rank = 0;  // this process's rank (MPI); only rank 0's summary holds the records
 };
 
 // Loads the data, trains, writes <out>/config.json, <out>/metrics.jsonl and <out>/model.h5.
+// A run stopped by a signal (summary.stop_signal != 0) has written a checkpoint but no model.h5.
 TrainOutcome run_train(const TrainConfig& config);
 
 // Loads <config.params> into the preset (config.model, or the one the file names when empty) and

@@ -1,37 +1,40 @@
 #pragma once
 // The training loop, a template over the model type (one instantiation per preset). Read it top
-// to bottom: load -> forward -> loss -> vjp -> clip -> schedule -> optimizer step -> log, then an
-// evaluation of the test split after every epoch.
+// to bottom: load -> forward -> loss -> vjp -> reduce -> clip -> schedule -> optimizer step ->
+// log, then an evaluation of the test split after every epoch.
 //
-// Distributed training (issue 4) slots in at the marked points: this rank's rows come from
-// local_rows(), gradients are reduced by the sharding policy after the vjp, the clip norm is
-// global, and the logged losses are allreduced. With one rank (today) those points are no-ops.
+// Every run is a distributed run: the sharding policy (distributed/policy.hpp) owns the
+// parameters, and one rank (a simulated world of one) is the special case, not another code
+// path. Each rank reads its rows of the global batch; the policy reduces gradients, computes the
+// global clip norm and updates what this rank owns. Only rank 0 prints and writes metrics.
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
 #include <limits>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "core/module.hpp"
+#include "distributed/policy.hpp"
+#include "distributed/units.hpp"
 #include "loss/accuracy.hpp"
 #include "loss/cross_entropy.hpp"
 #include "optim/clip.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
 #include "train/batch.hpp"
+#include "train/checkpointing.hpp"
 #include "train/config.hpp"
 #include "train/dataset.hpp"
 #include "train/metrics.hpp"
 #include "train/order.hpp"
 #include "train/progress.hpp"
+#include "train/stop_signal.hpp"
 
 namespace noeira {
-
-// This process's place among the ranks of a run; the process group will provide it.
-struct Ranks {
-  int rank = 0;
-  int world = 1;
-};
 
 struct EvalResult {
   double loss = 0.0;      // mean cross-entropy
@@ -58,109 +61,240 @@ EvalResult evaluate(M& model, Context& ctx, const Dataset& data, std::int64_t ev
   return EvalResult{loss_sum / n, static_cast<double>(correct) / n, data.count};
 }
 
+// Σ over ranks of each value. The collectives are fp32: each double travels as a head and a tail
+// so that integer counts (exact below 2^24) and logged loss sums keep their precision.
+inline void sum_over_ranks(dist::ProcessGroup& group, std::span<double> values) {
+  std::vector<float> parts;
+  parts.reserve(2 * values.size());
+  for (double v : values) {
+    const float head = static_cast<float>(v);
+    parts.push_back(head);
+    parts.push_back(static_cast<float>(v - static_cast<double>(head)));
+  }
+  group.allreduce(parts).wait();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i] = static_cast<double>(parts[2 * i]) + static_cast<double>(parts[2 * i + 1]);
+  }
+}
+
+// Evaluates the model on a whole split, each rank its rows of every evaluation batch; the sums
+// are allreduced, so every rank returns the same result. Collective: under ZeRO-3 each forward
+// gathers the units' parameters, so every rank runs the same number of forwards.
+template <Module M>
+EvalResult evaluate(M& model, Context& ctx, const Dataset& data, std::int64_t eval_batch,
+                    Batch& batch, CrossEntropyLoss& loss, dist::ShardingPolicy& policy) {
+  dist::ProcessGroup& group = policy.group();
+  const Mode saved = ctx.mode;
+  ctx.mode = Mode::Eval;
+  double sums[2] = {0.0, 0.0};  // loss, correct
+  for (std::int64_t s = 0; s < steps_per_epoch(eval_batch, data.count); ++s) {
+    const RowRange global = global_batch(s, eval_batch, data.count);
+    RowRange mine = local_rows(global, group.rank(), group.size());
+    // A short last batch may leave a rank without rows; it still runs a (one-row) forward to
+    // take part in ZeRO-3's gathers, and counts nothing.
+    const bool idle = mine.size() == 0;
+    if (idle) mine = RowRange{global.begin, global.begin + 1};
+    gather_batch(batch, data, {}, mine);
+    const Tensor& logits = dist::forward_units(model, ctx, batch.x, policy);
+    if (idle) continue;
+    sums[0] += loss.forward(ctx, logits, batch.labels);
+    sums[1] += static_cast<double>(count_correct(ctx, logits, batch.labels));
+  }
+  ctx.mode = saved;
+  sum_over_ranks(group, sums);
+  const double n = static_cast<double>(data.count);
+  return EvalResult{sums[0] / n, sums[1] / n, data.count};
+}
+
+// Prints every rank's memory_report(), one line per rank in rank order (a barrier between
+// ranks keeps simulated ranks' lines apart). Collective.
+inline void report_memory(dist::ShardingPolicy& policy, LogFormat format) {
+  dist::ProcessGroup& group = policy.group();
+  for (int r = 0; r < group.size(); ++r) {
+    if (group.rank() == r) {
+      const std::string line =
+          "[rank " + std::to_string(r) + "] memory: " + policy.memory_report().to_string() + "\n";
+      std::FILE* out = format == LogFormat::Json ? stderr : stdout;
+      std::fputs(line.c_str(), out);
+      std::fflush(out);
+    }
+    group.barrier().wait();
+  }
+}
+
 struct TrainSummary {
   EpochRecord last;              // the final epoch's record
   double mean_epoch_time_s = 0;  // training time per epoch, evaluation excluded
+  std::int64_t steps = 0;        // optimizer steps completed (counting a resumed run's past)
+  std::filesystem::path checkpoint;  // the last checkpoint written, if any
+  int stop_signal = 0;           // non-zero: stopped early by this signal, after a checkpoint
 };
 
+// Trains the model whose parameters `policy` owns (built over the model's walk, with the initial
+// parameters already broadcast). Every rank of the policy's group calls it with the same
+// configuration and data; progress and metrics are used by rank 0 only (metrics may be null).
+// `resume`: a checkpoint to continue from (any world size or policy), empty for a fresh run.
+// With cfg.checkpoint_dir set, checkpoints are written every cfg.checkpoint_every steps, at the
+// end, and when a stop signal (train/stop_signal.hpp) arrives, which ends the run early.
 template <Module M>
 TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset& train_set,
                    const Dataset& test_set, Progress& progress, MetricsFile* metrics,
-                   Ranks ranks = {}) {
+                   dist::ShardingPolicy& policy, const std::filesystem::path& resume = {}) {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
 
+  dist::ProcessGroup& group = policy.group();
+  const bool reporter = group.rank() == 0;
   const std::int64_t n = train_set.count;
   const std::int64_t steps = steps_per_epoch(cfg.batch, n);
   Optimizer optimizer(optimizer_config(cfg));
   const LrSchedule schedule = lr_schedule(cfg, steps * cfg.epochs);
   CrossEntropyLoss loss;
   Batch batch(ctx.target);       // this rank's rows of the current global batch
-  Batch eval_batch(ctx.target);  // test rows, eval_batch at a time
+  Batch eval_batch(ctx.target);  // this rank's rows of the current evaluation batch
 
   TrainSummary summary;
-  std::int64_t step = 0;  // optimizer steps completed in the run
+  // Names and shapes for checkpoints (the params' storage is the policy's by now).
+  const dist::WalkUnits walk = dist::walk_units(model);
+  TrainCursor start;
+  if (!resume.empty()) {
+    start = load_checkpoint(resume, policy, walk, optimizer, cfg, n);
+    if (reporter) {
+      progress.note(detail::concat("resumed from ", resume.string(), " at step ", start.step,
+                                   " (", start.samples_seen, " samples seen)"));
+    }
+  }
+  // The cursor is in global samples; the epoch order is a function of (seed, epoch), so the
+  // next batch is found by arithmetic (the batch size is checked by load_checkpoint).
+  const std::int64_t first_epoch = start.samples_seen / n;
+  const std::int64_t first_step = (start.samples_seen % n) / cfg.batch;
+  std::int64_t step = start.step;  // optimizer steps completed in the run
+  std::int64_t samples_seen = start.samples_seen;
+  // A resumed run saves at its end even with no step left: its checkpoint then shows what was
+  // loaded, in this run's layout.
+  std::int64_t saved_step = -1;
+  const bool checkpoints = !cfg.checkpoint_dir.empty();
+  auto checkpoint = [&] {
+    summary.checkpoint = save_checkpoint(policy, walk, optimizer, schedule, cfg, n,
+                                         TrainCursor{step, samples_seen});
+    saved_step = step;
+    if (reporter) progress.note(detail::concat("checkpoint ", summary.checkpoint.string()));
+  };
   const Clock::time_point run_start = Clock::now();
   double train_time = 0.0;
+  std::int64_t epochs_run = 0;
 
-  for (std::int64_t epoch = 0; epoch < cfg.epochs; ++epoch) {
+  for (std::int64_t epoch = first_epoch; epoch < cfg.epochs; ++epoch) {
+    ++epochs_run;
     // The epoch's sample order: a function of (seed, epoch) only, the same for any world size.
     const std::vector<std::int32_t> order = epoch_order(cfg.seed, epoch, n);
     const Clock::time_point epoch_start = Clock::now();
-    double epoch_loss_sum = 0.0;     // Σ per-sample loss over the epoch
+    double epoch_loss_sum = 0.0;     // Σ per-sample loss over this rank's rows of the epoch
     double window_loss_sum = 0.0;    // the same since the last step record
-    std::int64_t window_samples = 0;
+    std::int64_t window_samples = 0;  // global samples since the last step record
+    std::int64_t window_rows = 0;     // this rank's rows since then (for the progress bar)
     Clock::time_point window_start = epoch_start;
     ctx.mode = Mode::Train;
 
-    for (std::int64_t s = 0; s < steps; ++s) {
+    for (std::int64_t s = epoch == first_epoch ? first_step : 0; s < steps; ++s) {
       // 1. load this rank's rows of the global batch
       const RowRange global = global_batch(s, cfg.batch, n);
-      const RowRange mine = local_rows(global, ranks.rank, ranks.world);
+      const RowRange mine = local_rows(global, group.rank(), group.size());
       gather_batch(batch, train_set, order, mine);
       ctx.step = static_cast<std::uint64_t>(step);
-      ctx.row_offset = mine.begin - global.begin;
+      ctx.row_offset = mine.begin - global.begin;  // dropout masks follow the global row
 
-      // 2. forward
-      const Tensor& logits = model.forward(ctx, batch.x);
+      // 2. forward; ZeRO-3 gathers each unit's parameters just before it runs
+      const Tensor& logits = dist::forward_units(model, ctx, batch.x, policy);
 
-      // 3. loss; the gradient is the mean over the GLOBAL batch, whatever this rank's share
+      // 3. loss; the gradient is the mean over the GLOBAL batch, whatever this rank's share, so
+      //    the sum over ranks that the policy computes is the global mean
       const double loss_sum = loss.forward_backward(ctx, logits, batch.labels,
                                                     1.0f / static_cast<float>(global.size()));
-      // (distributed: allreduce loss_sum for logging)
 
-      // 4. backward; nobody reads the gradient of the data
-      model.vjp(ctx, loss.grad(), InputGrad::Skip);
-      // (distributed: the sharding policy reduces the gradients here)
+      // 4. backward; each unit's gradient reduction starts as soon as its vjp is done
+      dist::vjp_units(model, ctx, loss.grad(), InputGrad::Skip, policy);
 
-      // 5. clip by the global norm (the norm is also computed, for the log, on logged steps)
+      // 5. wait for every gradient reduction: this rank's owned gradients are now global sums
+      policy.reduce_gradients();
+
+      // 6. clip by the global norm (per-shard sums of squares, one scalar allreduce); the norm
+      //    is also computed, for the log, on logged steps (collective: every rank logs alike)
       const bool log_step = cfg.log_every > 0 && (step + 1) % cfg.log_every == 0;
       double grad_norm = std::numeric_limits<double>::quiet_NaN();
       if (cfg.grad_clip > 0.0) {
-        grad_norm = clip_grad_norm(model, ctx, cfg.grad_clip);
+        grad_norm = policy.clip_grad_norm(cfg.grad_clip);
       } else if (log_step) {
-        grad_norm = std::sqrt(grad_sum_squares(model, ctx));
+        grad_norm = std::sqrt(policy.grad_sum_squares());
       }
 
-      // 6. schedule and optimizer step
+      // 7. schedule and optimizer step over what this rank owns (ZeRO-1/2 then all-gather)
       const float lr = schedule.lr_at(step);
-      optimizer.step(ctx, model, lr);
+      policy.step(optimizer, lr);
       ++step;
+      samples_seen += global.size();
+      // After the first step the optimizer state exists: the report shows the steady state.
+      if (step == 1 && cfg.report_memory) report_memory(policy, cfg.log_format);
 
-      // 7. log
+      // 8. log; the loss is allreduced only where it is logged
       epoch_loss_sum += loss_sum;
       window_loss_sum += loss_sum;
       window_samples += global.size();
-      const std::int64_t epoch_samples = s == steps - 1 ? n : (s + 1) * cfg.batch;
-      progress.tick(epoch + 1, cfg.epochs, s + 1, steps,
-                    window_loss_sum / static_cast<double>(window_samples),
-                    static_cast<double>(epoch_samples) / seconds_since(epoch_start));
+      window_rows += mine.size();
+      if (reporter) {
+        const std::int64_t epoch_samples = s == steps - 1 ? n : (s + 1) * cfg.batch;
+        // The bar shows rank 0's running loss: a glance, not a record.
+        progress.tick(epoch + 1, cfg.epochs, s + 1, steps,
+                      window_loss_sum / static_cast<double>(window_rows > 0 ? window_rows : 1),
+                      static_cast<double>(epoch_samples) / seconds_since(epoch_start));
+      }
       if (log_step) {
-        StepRecord r;
-        r.epoch = epoch + 1;
-        r.step = step;
-        r.epoch_step = s + 1;
-        r.steps_per_epoch = steps;
-        r.loss = window_loss_sum / static_cast<double>(window_samples);
-        r.lr = lr;
-        r.grad_norm = grad_norm;
-        r.samples_per_s = static_cast<double>(window_samples) / seconds_since(window_start);
-        r.elapsed_s = seconds_since(run_start);
-        if (metrics != nullptr) metrics->write(to_json(r));
-        progress.step(r);
+        double window_loss = window_loss_sum;
+        sum_over_ranks(group, std::span<double>(&window_loss, 1));
+        if (reporter) {
+          StepRecord r;
+          r.epoch = epoch + 1;
+          r.step = step;
+          r.epoch_step = s + 1;
+          r.steps_per_epoch = steps;
+          r.loss = window_loss / static_cast<double>(window_samples);
+          r.lr = lr;
+          r.grad_norm = grad_norm;
+          r.samples_per_s = static_cast<double>(window_samples) / seconds_since(window_start);
+          r.elapsed_s = seconds_since(run_start);
+          if (metrics != nullptr) metrics->write(to_json(r));
+          progress.step(r);
+        }
         window_loss_sum = 0.0;
         window_samples = 0;
+        window_rows = 0;
         window_start = Clock::now();
+      }
+
+      // 9. checkpoint when due, or when any rank was asked to stop (ranks may receive a signal
+      //    at different steps: one scalar allreduce makes them agree on this one)
+      if (checkpoints) {
+        float stop = stop_signal() != 0 ? 1.0f : 0.0f;
+        group.allreduce(std::span<float>(&stop, 1)).wait();
+        const bool due = cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0;
+        if (due || stop > 0.0f) checkpoint();
+        if (stop > 0.0f) {
+          summary.stop_signal = stop_signal() != 0 ? stop_signal() : SIGTERM;
+          summary.steps = step;
+          return summary;
+        }
       }
     }
     const double epoch_time = seconds_since(epoch_start);
     train_time += epoch_time;
+    sum_over_ranks(group, std::span<double>(&epoch_loss_sum, 1));
 
-    // Evaluation on the test split, outside the training time.
+    // Evaluation on the test split, outside the training time; every rank takes part.
     const Clock::time_point eval_start = Clock::now();
-    const EvalResult test = evaluate(model, ctx, test_set, cfg.eval_batch, eval_batch, loss);
+    const EvalResult test =
+        evaluate(model, ctx, test_set, cfg.eval_batch, eval_batch, loss, policy);
 
     EpochRecord r;
     r.epoch = epoch + 1;
@@ -174,11 +308,15 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset
     r.epoch_time_s = epoch_time;
     r.eval_time_s = seconds_since(eval_start);
     r.elapsed_s = seconds_since(run_start);
-    if (metrics != nullptr) metrics->write(to_json(r));
-    progress.epoch(r);
+    if (reporter) {
+      if (metrics != nullptr) metrics->write(to_json(r));
+      progress.epoch(r);
+    }
     summary.last = r;
   }
-  summary.mean_epoch_time_s = train_time / static_cast<double>(cfg.epochs);
+  if (checkpoints && saved_step != step) checkpoint();
+  summary.steps = step;
+  summary.mean_epoch_time_s = epochs_run > 0 ? train_time / static_cast<double>(epochs_run) : 0.0;
   return summary;
 }
 

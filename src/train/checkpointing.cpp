@@ -1,0 +1,159 @@
+#include "train/checkpointing.hpp"
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint_reader.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira {
+
+namespace {
+
+using State = dist::ShardingPolicy::State;
+
+constexpr State kStates[] = {State::Value, State::M, State::V};
+
+const char* kind_name(State s) { return s == State::Value ? "val" : s == State::M ? "m" : "v"; }
+
+// Every rank learns whether every rank succeeded (one scalar allreduce), so that all of them
+// throw together instead of leaving the others waiting in the next collective.
+void agree(dist::ProcessGroup& group, bool ok, const std::string& error, const char* what) {
+  float failures = ok ? 0.0f : 1.0f;
+  group.allreduce(std::span<float>(&failures, 1)).wait();
+  if (!ok) throw Error(error);
+  if (failures > 0.0f) {
+    throw Error(detail::concat(what, ": ", static_cast<int>(failures),
+                               " other rank(s) failed (see their errors)"));
+  }
+}
+
+}  // namespace
+
+io::Signature signature_of(const dist::WalkUnits& walk) {
+  io::Signature sig;
+  for (const dist::WalkParam& p : walk.params) sig.push_back({p.name, p.param->shape()});
+  return sig;
+}
+
+std::filesystem::path resume_path(const TrainConfig& cfg) {
+  if (cfg.resume == "latest") {
+    const auto latest = io::latest_checkpoint(cfg.checkpoint_dir);
+    if (!latest) {
+      throw InputError(detail::concat("--resume latest: no checkpoint in ", cfg.checkpoint_dir,
+                                      " yet (no `latest` file)"));
+    }
+    return *latest;
+  }
+  return cfg.resume;
+}
+
+std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::WalkUnits& walk,
+                                      const Optimizer& optimizer, const LrSchedule& schedule,
+                                      const TrainConfig& cfg, std::int64_t train_samples,
+                                      const TrainCursor& cursor) {
+  dist::ProcessGroup& group = policy.group();
+  io::CheckpointMeta meta;
+  meta.step = cursor.step;
+  meta.epoch = cursor.samples_seen / train_samples;
+  meta.samples_seen = cursor.samples_seen;
+  meta.world_size = group.size();
+  meta.policy = cfg.policy;
+  meta.optimizer = {optimizer.state().t, optimizer.state().beta1_pow, optimizer.state().beta2_pow};
+  meta.signature = signature_of(walk);
+  // The schedule is a pure function of the step; its parameters are saved to be seen and checked.
+  meta.scalars = {{"lr", cfg.lr},
+                  {"min_lr", cfg.min_lr},
+                  {"next_lr", schedule.lr_at(cursor.step)}};
+  meta.counters = {{"seed", cfg.seed},
+                   {"batch", static_cast<std::uint64_t>(cfg.batch)},
+                   {"train_samples", static_cast<std::uint64_t>(train_samples)},
+                   {"warmup_steps", static_cast<std::uint64_t>(schedule.warmup_steps)},
+                   {"total_steps", static_cast<std::uint64_t>(schedule.total_steps)}};
+  meta.labels = {{"model", cfg.model},
+                 {"optimizer", cfg.optimizer},
+                 {"schedule", cfg.schedule},
+                 {"data", cfg.data}};
+
+  std::vector<io::TensorSlice> slices;
+  for (State s : kStates) {
+    for (const auto& piece : policy.slice_pieces(s)) {
+      const dist::WalkParam& p = walk.params[piece.param];
+      slices.push_back({io::param_tensor_name(p.name, kind_name(s)), p.param->shape(),
+                        piece.param_begin,
+                        std::span<const float>(piece.data, static_cast<std::size_t>(piece.count))});
+    }
+  }
+
+  bool ok = true;
+  std::string error;
+  try {
+    io::write_rank_file(cfg.checkpoint_dir, group.rank(), meta, slices);
+  } catch (const std::exception& e) {
+    ok = false;
+    error = e.what();
+  }
+  // Every rank file is durable before rank 0 makes the checkpoint visible.
+  agree(group, ok, error, "checkpoint write");
+  std::filesystem::path committed;
+  try {
+    if (group.rank() == 0) {
+      committed = io::commit_checkpoint(cfg.checkpoint_dir, cursor.step, group.size(),
+                                        cfg.keep_last);
+    }
+  } catch (const std::exception& e) {
+    ok = false;
+    error = e.what();
+  }
+  agree(group, ok, error, "checkpoint commit");
+  return group.rank() == 0 ? committed
+                           : std::filesystem::path(cfg.checkpoint_dir) / io::step_dir_name(cursor.step);
+}
+
+TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPolicy& policy,
+                            const dist::WalkUnits& walk, Optimizer& optimizer,
+                            const TrainConfig& cfg, std::int64_t train_samples) {
+  const io::CheckpointReader ckpt = io::CheckpointReader::open(path);
+  const io::CheckpointMeta& meta = ckpt.meta();
+  const std::string where = ckpt.dir().string();
+  ckpt.check_signature(signature_of(walk));
+  auto same = [&](const char* flag, const auto& saved, const auto& now) {
+    if (!(saved == now)) {
+      throw InputError(detail::concat(where, ": saved with --", flag, " ", saved,
+                                      ", this run has ", now,
+                                      " (a resumed run must keep it to continue exactly)"));
+    }
+  };
+  auto label = [&](const char* key) {
+    const auto it = meta.labels.find(key);
+    return it == meta.labels.end() ? std::string("?") : it->second;
+  };
+  auto counter = [&](const char* key) {
+    const auto it = meta.counters.find(key);
+    return it == meta.counters.end() ? std::uint64_t{0} : it->second;
+  };
+  same("optimizer", label("optimizer"), cfg.optimizer);
+  same("seed", counter("seed"), cfg.seed);
+  same("batch", counter("batch"), static_cast<std::uint64_t>(cfg.batch));
+  same("limit-train (training samples)", counter("train_samples"),
+       static_cast<std::uint64_t>(train_samples));
+
+  // Values always; m / v when saved (a checkpoint before the first step has none: zeros).
+  policy.allocate_optimizer_state(optimizer);
+  for (State s : kStates) {
+    for (const auto& piece : policy.held_pieces(s)) {
+      const std::string name = io::param_tensor_name(walk.params[piece.param].name, kind_name(s));
+      if (s != State::Value && !ckpt.has(name)) {
+        if (meta.optimizer.t == 0) continue;
+        throw InputError(detail::concat(where, ": no ", name, " for optimizer ", cfg.optimizer));
+      }
+      ckpt.read(name, piece.param_begin,
+                std::span<float>(piece.data, static_cast<std::size_t>(piece.count)));
+    }
+  }
+  optimizer.set_state({meta.optimizer.t, meta.optimizer.beta1_pow, meta.optimizer.beta2_pow});
+  return TrainCursor{meta.step, meta.samples_seen};
+}
+
+}  // namespace noeira

@@ -1,0 +1,45 @@
+#pragma once
+// The trainer's side of rank-sharded checkpoints (io/checkpoint.hpp): what a run saves, which
+// slices each rank writes, and how a run (any world size, any policy) reads back the ranges it
+// holds. io/ knows no process groups; the barriers and the agreement live here.
+#include <cstdint>
+#include <filesystem>
+
+#include "distributed/policy.hpp"
+#include "io/checkpoint.hpp"
+#include "optim/optimizer.hpp"
+#include "optim/schedule.hpp"
+#include "train/config.hpp"
+
+namespace noeira {
+
+// Where a run is: the cursor is global samples consumed, so it means the same for any N (the
+// epoch order is a function of (seed, epoch) only).
+struct TrainCursor {
+  std::int64_t step = 0;          // optimizer steps completed
+  std::int64_t samples_seen = 0;  // global training samples consumed
+};
+
+// Names and shapes of the walk: the model signature a checkpoint is checked against.
+io::Signature signature_of(const dist::WalkUnits& walk);
+
+// Every rank writes its slice of every parameter (values, and m / v when the optimizer has
+// them), then, after every rank succeeded, rank 0 commits. Collective; throws on every rank when
+// any rank failed. Returns the committed step directory.
+std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::WalkUnits& walk,
+                                      const Optimizer& optimizer, const LrSchedule& schedule,
+                                      const TrainConfig& cfg, std::int64_t train_samples,
+                                      const TrainCursor& cursor);
+
+// Reads the ranges this rank holds under its policy from the checkpoint at `path` (as
+// io::resolve_checkpoint accepts), whatever world size and policy wrote it, and restores the
+// optimizer's step state. Refuses another model (signature), another optimizer, batch, seed or
+// training set size (the data cursor would mean something else). Returns where to continue.
+TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPolicy& policy,
+                            const dist::WalkUnits& walk, Optimizer& optimizer,
+                            const TrainConfig& cfg, std::int64_t train_samples);
+
+// --resume: "latest" in cfg.checkpoint_dir, or a path.
+std::filesystem::path resume_path(const TrainConfig& cfg);
+
+}  // namespace noeira

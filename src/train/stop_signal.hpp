@@ -1,0 +1,20 @@
+#pragma once
+// Preemption (issue 7): SIGTERM and SIGUSR1 ask the run to stop at the next step boundary, after
+// a checkpoint, with kStoppedExitCode. The handler only sets a flag (async-signal-safe); the
+// trainer polls it once per step and the ranks agree by an allreduce, since each rank (process)
+// may see the signal at a different step.
+#include <csignal>
+
+namespace noeira {
+
+// "Stopped to be resumed": EX_TEMPFAIL, apart from success (0) and failure (1, 2, 3).
+inline constexpr int kStoppedExitCode = 75;
+
+// Installs the handlers for SIGTERM and SIGUSR1 (idempotent).
+void install_stop_handlers();
+// The signal that asked to stop, 0 when none did.
+int stop_signal();
+// "SIGTERM", "SIGUSR1", or "signal N".
+const char* signal_name(int signal);
+
+}  // namespace noeira
