@@ -13,6 +13,7 @@ packages=(
   libcli11-dev nlohmann-json3-dev
   dataset-fashion-mnist
   python3-torch python3-h5py python3-numpy
+  slurmctld slurmd slurm-client munge
 )
 
 missing=()
