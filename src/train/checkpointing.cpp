@@ -1,5 +1,7 @@
 #include "train/checkpointing.hpp"
 
+#include <cstring>
+
 #include <span>
 #include <string>
 #include <vector>
@@ -8,6 +10,13 @@
 #include "kernels/error.hpp"
 
 namespace noeira {
+
+namespace {
+// Metadata key of one rank's running loss sum ("loss_sum.epoch.rank3").
+std::string loss_key(const char* what, int rank) {
+  return detail::concat("loss_sum.", what, ".rank", rank);
+}
+}  // namespace
 
 namespace {
 
@@ -71,6 +80,18 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                    {"train_samples", static_cast<std::uint64_t>(train_samples)},
                    {"warmup_steps", static_cast<std::uint64_t>(schedule.warmup_steps)},
                    {"total_steps", static_cast<std::uint64_t>(schedule.total_steps)}};
+  // Every rank's running loss sums (collective): the losses are sums over this rank's rows, so a
+  // rank's own partial is what it restores. Doubles travel bit for bit as pairs of floats.
+  const double mine[2] = {cursor.epoch_loss_sum, cursor.window_loss_sum};
+  std::vector<float> all(static_cast<std::size_t>(4 * group.size()));
+  group.all_gather(std::span<const float>(reinterpret_cast<const float*>(mine), 4), all).wait();
+  for (int r = 0; r < group.size(); ++r) {
+    double partial[2];
+    std::memcpy(partial, all.data() + 4 * r, sizeof(partial));
+    meta.scalars[loss_key("epoch", r)] = partial[0];
+    meta.scalars[loss_key("window", r)] = partial[1];
+  }
+  meta.counters["window_samples"] = static_cast<std::uint64_t>(cursor.window_samples);
   meta.labels = {{"model", cfg.model},
                  {"optimizer", cfg.optimizer},
                  {"schedule", cfg.schedule},
@@ -153,7 +174,24 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
     }
   }
   optimizer.set_state({meta.optimizer.t, meta.optimizer.beta1_pow, meta.optimizer.beta2_pow});
-  return TrainCursor{meta.step, meta.samples_seen};
+
+  TrainCursor cursor{meta.step, meta.samples_seen};
+  cursor.window_samples = static_cast<std::int64_t>(counter("window_samples"));
+  const int rank = policy.group().rank();
+  auto partial = [&](const char* what, int r) {
+    const auto it = meta.scalars.find(loss_key(what, r));
+    return it == meta.scalars.end() ? 0.0 : it->second;
+  };
+  if (meta.world_size == policy.group().size()) {
+    cursor.epoch_loss_sum = partial("epoch", rank);
+    cursor.window_loss_sum = partial("window", rank);
+  } else if (rank == 0) {
+    for (int r = 0; r < meta.world_size; ++r) {
+      cursor.epoch_loss_sum += partial("epoch", r);
+      cursor.window_loss_sum += partial("window", r);
+    }
+  }
+  return cursor;
 }
 
 }  // namespace noeira

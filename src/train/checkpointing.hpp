@@ -18,6 +18,12 @@ namespace noeira {
 struct TrainCursor {
   std::int64_t step = 0;          // optimizer steps completed
   std::int64_t samples_seen = 0;  // global training samples consumed
+  // This rank's loss sums of the epoch in progress and of the current log window, and the global
+  // samples in that window: a run resumed at the same N logs the very losses of an uninterrupted
+  // one (at another N, rank 0 carries the whole sums: equal up to the order of additions).
+  double epoch_loss_sum = 0.0;
+  double window_loss_sum = 0.0;
+  std::int64_t window_samples = 0;
 };
 
 // Names and shapes of the walk: the model signature a checkpoint is checked against.

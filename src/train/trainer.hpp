@@ -176,11 +176,23 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset
   // loaded, in this run's layout.
   std::int64_t saved_step = -1;
   const bool checkpoints = !cfg.checkpoint_dir.empty();
+  // The running loss sums (this rank's rows), kept across a resume: see TrainCursor.
+  double epoch_loss_sum = start.epoch_loss_sum;    // Σ per-sample loss over the epoch so far
+  double window_loss_sum = start.window_loss_sum;  // the same since the last step record
+  std::int64_t window_samples = start.window_samples;  // global samples since the last record
   auto checkpoint = [&] {
-    summary.checkpoint = save_checkpoint(policy, walk, optimizer, schedule, cfg, n,
-                                         TrainCursor{step, samples_seen});
+    TrainCursor cursor{step, samples_seen};
+    cursor.epoch_loss_sum = epoch_loss_sum;
+    cursor.window_loss_sum = window_loss_sum;
+    cursor.window_samples = window_samples;
+    summary.checkpoint = save_checkpoint(policy, walk, optimizer, schedule, cfg, n, cursor);
     saved_step = step;
     if (reporter) progress.note(detail::concat("checkpoint ", summary.checkpoint.string()));
+  };
+  auto stopped = [&] {
+    summary.stop_signal = stop_signal() != 0 ? stop_signal() : SIGTERM;
+    summary.steps = step;
+    return summary;
   };
   const Clock::time_point run_start = Clock::now();
   double train_time = 0.0;
@@ -191,10 +203,14 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset
     // The epoch's sample order: a function of (seed, epoch) only, the same for any world size.
     const std::vector<std::int32_t> order = epoch_order(cfg.seed, epoch, n);
     const Clock::time_point epoch_start = Clock::now();
-    double epoch_loss_sum = 0.0;     // Σ per-sample loss over this rank's rows of the epoch
-    double window_loss_sum = 0.0;    // the same since the last step record
-    std::int64_t window_samples = 0;  // global samples since the last step record
-    std::int64_t window_rows = 0;     // this rank's rows since then (for the progress bar)
+    bool checkpoint_after_epoch = false;
+    bool stop_after_epoch = false;
+    if (epoch != first_epoch || first_step == 0) {  // not a resume in the middle of this epoch
+      epoch_loss_sum = 0.0;
+      window_loss_sum = 0.0;
+      window_samples = 0;
+    }
+    std::int64_t window_rows = 0;  // this rank's rows since the last record (for the progress bar)
     Clock::time_point window_start = epoch_start;
     ctx.mode = Mode::Train;
 
@@ -279,11 +295,14 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset
         float stop = stop_signal() != 0 ? 1.0f : 0.0f;
         group.allreduce(std::span<float>(&stop, 1)).wait();
         const bool due = cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0;
-        if (due || stop > 0.0f) checkpoint();
-        if (stop > 0.0f) {
-          summary.stop_signal = stop_signal() != 0 ? stop_signal() : SIGTERM;
-          summary.steps = step;
-          return summary;
+        if (s == steps - 1) {
+          // At an epoch's last step the checkpoint waits for the epoch's evaluation and record,
+          // so that a run resumed from it starts cleanly with the next epoch.
+          checkpoint_after_epoch = due || stop > 0.0f;
+          stop_after_epoch = stop > 0.0f;
+        } else {
+          if (due || stop > 0.0f) checkpoint();
+          if (stop > 0.0f) return stopped();
         }
       }
     }
@@ -313,6 +332,13 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset
       progress.epoch(r);
     }
     summary.last = r;
+    if (checkpoint_after_epoch) {
+      epoch_loss_sum = 0.0;  // recorded: nothing of this epoch is carried into the next
+      window_loss_sum = 0.0;
+      window_samples = 0;
+      checkpoint();
+    }
+    if (stop_after_epoch) return stopped();
   }
   if (checkpoints && saved_step != step) checkpoint();
   summary.steps = step;
