@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_test_util.hpp"
 #include "io/params_file.hpp"
 #include "io_test_files.hpp"
 #include "train/metrics.hpp"
@@ -22,51 +23,18 @@
 namespace noeira {
 namespace {
 
+using testing::Output;
 using testing::TempDir;
-
-struct Output {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Runs `noeira <args>` with stdout and stderr captured to files in dir.
-Output noeira(const TempDir& dir, const std::string& args) {
-  const std::string binary = NOEIRA_BINARY;
-  const std::string cmd = "'" + binary + "' " + args + " >'" + (dir / "stdout").string() +
-                          "' 2>'" + (dir / "stderr").string() + "' </dev/null";
-  const int status = std::system(cmd.c_str());
-  Output o;
-  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  o.out = slurp(dir / "stdout");
-  o.err = slurp(dir / "stderr");
-  return o;
-}
-
-#define REQUIRE_BINARY()                                                             \
-  do {                                                                               \
-    if (std::string(NOEIRA_BINARY).empty()) GTEST_SKIP() << "noeira binary not built"; \
-  } while (0)
+using testing::expect_one_error_line;
+using testing::inspect_tensors;
+using testing::noeira;
+using testing::slurp;
 
 std::vector<nlohmann::json> read_records(const std::filesystem::path& file) {
   std::vector<nlohmann::json> out;
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
   return out;
-}
-
-void expect_one_error_line(const Output& o, const std::string& fragment) {
-  EXPECT_NE(o.code, 0);
-  EXPECT_EQ(o.err.rfind("noeira: error: ", 0), 0u) << o.err;
-  EXPECT_EQ(o.err.find('\n'), o.err.size() - 1) << "not one line: " << o.err;
-  EXPECT_NE(o.err.find(fragment), std::string::npos) << o.err;
 }
 
 TEST(Cli, HelpListsEveryOptionWithItsDefault) {
@@ -308,20 +276,6 @@ TEST(CliDistributed, BadDistributedOptionsAreOneLineErrors) {
 // Checkpoints: 2 epochs of 20 steps (1000 samples, batch 50), one thread per rank.
 const std::string kCkptRun =
     "train --limit-train 1000 --limit-test 500 --epochs 2 --batch 50 --threads 1 --log-every 0 ";
-
-// The tensor lines of `noeira inspect` (name, shape, norm), without the header that names the
-// world size and policy.
-std::string inspect_tensors(const TempDir& dir, const std::filesystem::path& ckpt) {
-  const Output o = noeira(dir, "inspect " + ckpt.string());
-  EXPECT_EQ(o.code, 0) << o.err;
-  std::istringstream lines(o.out);
-  std::string tensors;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("  params/", 0) == 0) tensors += line + "\n";
-  }
-  EXPECT_NE(tensors.find("params/0.weight/m"), std::string::npos) << o.out;
-  return tensors;
-}
 
 TEST(CliCheckpoint, ResumeMidEpochIsExactForEveryPolicy) {
   REQUIRE_BINARY();
