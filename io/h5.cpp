@@ -23,8 +23,9 @@ void fail(Fault fault, const std::filesystem::path& file, const char* call, cons
   std::string_view name(call);
   name = name.substr(0, std::min(name.find('('), name.size()));
   if (fault == Fault::Input) {
-    throw InputError(detail::concat(file.string(), ": truncated or corrupted HDF5 file (", name,
-                                    " failed) [", source, ":", line, "]"));
+    // The user's file is at fault, not our code: the message names the file, not our source.
+    throw InputError(
+        detail::concat(file.string(), ": truncated or corrupted HDF5 file (", name, " failed)"));
   }
   throw LibraryError(detail::concat(file.string(), ": HDF5 call failed: ", name, " [", source, ":",
                                     line, "]"));
