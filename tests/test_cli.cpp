@@ -299,6 +299,20 @@ TEST(CliCheckpoint, ResumeMidEpochIsExactForEveryPolicy) {
     EXPECT_EQ(saved_mlp(dir / (policy + "-full") / "model.h5"),
               saved_mlp(dir / (policy + "-resumed") / "model.h5"))
         << policy;
+    // The metrics too: both epochs end after step 14, so the resumed run writes the same epoch
+    // records (the interrupted epoch's train loss includes the steps before the checkpoint).
+    const auto full_records = read_records(dir / (policy + "-full") / "metrics.jsonl");
+    const auto resumed_records = read_records(dir / (policy + "-resumed") / "metrics.jsonl");
+    ASSERT_EQ(full_records.size(), 2u) << policy;
+    ASSERT_EQ(resumed_records.size(), 2u) << policy;
+    for (std::size_t i = 0; i < full_records.size(); ++i) {
+      nlohmann::json x = full_records[i], y = resumed_records[i];
+      for (std::string_view f : kTimingFields) {
+        x.erase(std::string(f));
+        y.erase(std::string(f));
+      }
+      EXPECT_EQ(x.dump(), y.dump()) << policy << " epoch record " << i;
+    }
   }
 }
 
