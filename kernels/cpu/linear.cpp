@@ -55,9 +55,12 @@ void linear_backward(Stream, Activation a, GradMode mode, float* dx, float* dw, 
       parallel_for_rows(rows, out, [&](std::int64_t r) {
         const std::int64_t o = r * out;
         float* __restrict dp = dpre + o;
+        const float* __restrict dyr = dy + o;
+        const float* __restrict yr = y + o;
+        const float* __restrict pr = activation_needs_input(A) ? pre + o : nullptr;
         for (std::int64_t c = 0; c < out; ++c) {
-          const float z = activation_needs_input(A) ? pre[o + c] : 0.0f;
-          dp[c] = dy[o + c] * act::derivative(A, z, y[o + c]);
+          const float z = activation_needs_input(A) ? pr[c] : 0.0f;
+          dp[c] = dyr[c] * act::derivative(A, z, yr[c]);
         }
       });
     });
