@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/module.hpp"
+#include "nn/indexed_children.hpp"
 
 namespace noeira {
 
@@ -43,7 +44,7 @@ class Parallel {
   static constexpr std::int64_t in_dim = first_in;
   static constexpr std::int64_t out_dim = (Ms::out_dim + ...);
 
-  explicit Parallel(const Init& init) : children_(build(init, std::index_sequence_for<Ms...>{})) {}
+  explicit Parallel(const Init& init) : children_(init) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     check_input_rows(x, in_dim, "Parallel");
@@ -63,18 +64,13 @@ class Parallel {
 
   template <class Visitor>
   void for_each_param(Visitor&& visit, std::string_view prefix) {
-    walk(visit, prefix, std::index_sequence_for<Ms...>{});
+    children_.for_each_param(visit, prefix);
   }
 
   template <std::size_t I>
-  auto& child() { return std::get<I>(children_); }
+  auto& child() { return children_.template get<I>(); }
 
  private:
-  template <std::size_t... Is>
-  static Children build(const Init& init, std::index_sequence<Is...>) {
-    return Children(Ms(init.child(Is))...);
-  }
-
   template <std::size_t... Is>
   void forward_each(Context& ctx, const Tensor& x, std::index_sequence<Is...>) {
     (forward_child<Is>(ctx, x), ...);
@@ -82,7 +78,7 @@ class Parallel {
 
   template <std::size_t I>
   void forward_child(Context& ctx, const Tensor& x) {
-    const Tensor& yi = std::get<I>(children_).forward(ctx, x);
+    const Tensor& yi = children_.template get<I>().forward(ctx, x);
     ctx.k->copy_columns(ctx.stream, GradMode::Overwrite, y_.data() + offsets[I], out_dim,
                         yi.data(), widths[I], x.dim(0), widths[I]);
   }
@@ -99,7 +95,7 @@ class Parallel {
     dyi.resize({rows, widths[I]});
     ctx.k->copy_columns(ctx.stream, GradMode::Overwrite, dyi.data(), widths[I],
                         dy.data() + offsets[I], out_dim, rows, widths[I]);
-    const Tensor& dxi = std::get<I>(children_).vjp(ctx, dyi, input_grad);
+    const Tensor& dxi = children_.template get<I>().vjp(ctx, dyi, input_grad);
     if (input_grad == InputGrad::Skip) return;
     if constexpr (I == 0) {
       ctx.k->copy(ctx.stream, dx_.data(), dxi.data(),
@@ -109,12 +105,7 @@ class Parallel {
     }
   }
 
-  template <class Visitor, std::size_t... Is>
-  void walk(Visitor& visit, std::string_view prefix, std::index_sequence<Is...>) {
-    (std::get<Is>(children_).for_each_param(visit, join_name(prefix, std::to_string(Is))), ...);
-  }
-
-  Children children_;
+  IndexedChildren<Ms...> children_;
   Tensor y_;                         // [rows, out_dim] concatenated outputs
   std::array<Tensor, count> dys_;    // [rows, widths[i]] child i's slice of dy
   Tensor dx_;                        // [rows, in_dim] sum of the children's input gradients

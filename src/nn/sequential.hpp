@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/module.hpp"
+#include "nn/indexed_children.hpp"
 
 namespace noeira {
 
@@ -28,7 +29,7 @@ class Sequential {
   static constexpr std::int64_t in_dim = std::tuple_element_t<0, Children>::in_dim;
   static constexpr std::int64_t out_dim = std::tuple_element_t<count - 1, Children>::out_dim;
 
-  explicit Sequential(const Init& init) : children_(build(init, std::index_sequence_for<Ms...>{})) {}
+  explicit Sequential(const Init& init) : children_(init) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     return forward_from<0>(ctx, x);
@@ -40,21 +41,16 @@ class Sequential {
 
   template <class Visitor>
   void for_each_param(Visitor&& visit, std::string_view prefix) {
-    walk(visit, prefix, std::index_sequence_for<Ms...>{});
+    children_.for_each_param(visit, prefix);
   }
 
   template <std::size_t I>
-  auto& child() { return std::get<I>(children_); }
+  auto& child() { return children_.template get<I>(); }
 
  private:
-  template <std::size_t... Is>
-  static Children build(const Init& init, std::index_sequence<Is...>) {
-    return Children(Ms(init.child(Is))...);
-  }
-
   template <std::size_t I>
   const Tensor& forward_from(Context& ctx, const Tensor& x) {
-    const Tensor& y = std::get<I>(children_).forward(ctx, x);
+    const Tensor& y = children_.template get<I>().forward(ctx, x);
     if constexpr (I + 1 < count) {
       return forward_from<I + 1>(ctx, y);
     } else {
@@ -65,19 +61,14 @@ class Sequential {
   template <std::size_t I>
   const Tensor& vjp_from(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     if constexpr (I == 0) {
-      return std::get<0>(children_).vjp(ctx, dy, input_grad);
+      return children_.template get<0>().vjp(ctx, dy, input_grad);
     } else {
-      const Tensor& dx = std::get<I>(children_).vjp(ctx, dy, InputGrad::Compute);
+      const Tensor& dx = children_.template get<I>().vjp(ctx, dy, InputGrad::Compute);
       return vjp_from<I - 1>(ctx, dx, input_grad);
     }
   }
 
-  template <class Visitor, std::size_t... Is>
-  void walk(Visitor& visit, std::string_view prefix, std::index_sequence<Is...>) {
-    (std::get<Is>(children_).for_each_param(visit, join_name(prefix, std::to_string(Is))), ...);
-  }
-
-  Children children_;
+  IndexedChildren<Ms...> children_;
 };
 
 }  // namespace noeira
