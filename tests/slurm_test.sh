@@ -237,6 +237,15 @@ until [ "$(sinfo -h -o %T)" = idle ]; do
   [ $SECONDS -lt $deadline ] || fail "rq: node not idle after the requeue"
   sleep 0.1
 done
+# The first run's step daemon must be gone too: the rerun's step has the same id ($rq.0), and
+# PMIx refuses to start it while the old step's socket still exists (Slurm's own two-minute hold
+# covers this on a real cluster).
+deadline=$((SECONDS + 60))
+while pgrep -f "slurmstepd: \\[$rq\\.0\\]" >/dev/null; do
+  [ $SECONDS -lt $deadline ] || fail "rq: the first run's step $rq.0 did not finish"
+  sleep 0.1
+done
+rm -f "$work/slurm/spool/stepd.slurm.pmix.$rq.0"  # left behind by a step daemon that is gone
 sleep 2
 scontrol update jobid="$rq" StartTime=now
 wait_job "$rq"
