@@ -41,6 +41,13 @@ namespace {
 void prefer_bandwidth_optimal_iallreduce() {
   setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", /*overwrite=*/0);
 }
+
+// A rank waiting for its peers polls Open MPI's progress engine; without yielding it keeps its
+// core from whatever else is runnable there (a peer rank, an OpenMP thread, another job), and on
+// an oversubscribed or shared machine epochs became several times slower and erratic
+// (benchmarks/compare_pytorch_ddp.sh). sched_yield costs nothing when nothing else waits.
+// Read at MPI_Init; the user's own setting wins.
+void yield_when_idle() { setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0); }
 }  // namespace
 
 MpiRuntime::MpiRuntime(int* argc, char*** argv) {
@@ -51,6 +58,7 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
     NOEIRA_MPI_CHECK(MPI_Query_thread(&provided));
   } else {
     prefer_bandwidth_optimal_iallreduce();
+    yield_when_idle();
     NOEIRA_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     owns_ = true;
   }
