@@ -140,6 +140,7 @@ class MpiProcessGroup final : public ProcessGroup {
   ~MpiProcessGroup() override { shared_->close(); }
 
   std::string_view backend() const override { return "mpi"; }
+  Target buffer_target() const override { return Target::Cpu; }
 
  protected:
   std::unique_ptr<WorkImpl> start(const CollectiveCall& call) override {

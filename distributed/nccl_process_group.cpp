@@ -260,6 +260,7 @@ class NcclProcessGroup final : public ProcessGroup {
   }
 
   std::string_view backend() const override { return "nccl"; }
+  Target buffer_target() const override { return Target::Cuda; }
 
  protected:
   std::unique_ptr<WorkImpl> start(const CollectiveCall& call) override {

@@ -5,6 +5,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "distributed/host_collectives.hpp"
 #include "kernels/error.hpp"
 #include "optim/clip.hpp"
 #include "optim/optimizer.hpp"
@@ -64,13 +65,20 @@ std::string MemoryReport::to_string() const {
 
 ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGroup& group,
                                const Context& ctx, const PolicyOptions& options)
-    : policy_(policy), group_(group), k_(ctx.k), stream_(ctx.stream), options_(options) {
-  if (ctx.target != Target::Cpu) {
-    throw InputError(detail::concat("--policy ", to_string(policy),
-                                    ": distributed training runs on the CPU only until the NCCL "
-                                    "backend lands"));
-  }
+    : policy_(policy),
+      group_(group),
+      target_(ctx.target),
+      k_(ctx.k),
+      stream_(ctx.stream),
+      options_(options) {
   NOEIRA_CHECK(ctx.k != nullptr, "sharding policy: context without kernels");
+  if (group.buffer_target() != ctx.target) {
+    throw InputError(detail::concat(
+        "--policy ", to_string(policy), ": the model is on ", noeira::to_string(ctx.target),
+        " but the ", group.backend(), " process group moves ",
+        noeira::to_string(group.buffer_target()),
+        " memory (GPU training needs the NCCL backend, or the simulated one on the GPU)"));
+  }
   NOEIRA_CHECK(ctx.grad_mode == GradMode::Overwrite,
                "sharding policy: gradients must be overwritten, not accumulated");
   NOEIRA_CHECK(options.bucket_elements > 0, "sharding policy: bucket size must be > 0");
@@ -91,7 +99,7 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
   // Every parameter's value goes into a full flat buffer (ZeRO-3: the initial copy, from which
   // the owned slices are taken), and Param::val / Param::grd become views of policy buffers.
   Tensor& full_values = sharded_params() ? init_full_ : params_full_;
-  full_values = Tensor({layout_.full_size});
+  full_values = Tensor({layout_.full_size}, target_);
   for (std::size_t i = 0; i < walk.params.size(); ++i) {
     Param& p = *walk.params[i].param;
     const std::int64_t off = layout_.full_offset_of(i);
@@ -99,8 +107,8 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
              static_cast<std::size_t>(p.numel() * kFloat));
   }
   if (sharded_params()) {
-    params_shard_ = Tensor({layout_.shard_size});
-    gathered_ = Tensor({layout_.max_unit_size});
+    params_shard_ = Tensor({layout_.shard_size}, target_);
+    gathered_ = Tensor({layout_.max_unit_size}, target_);
     for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
       k_->copy(stream_, owned_params(u),
                init_full_.data() + layout_.full_offset[u] + owned(u).begin,
@@ -108,10 +116,10 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
     }
   }
   if (sharded_grads()) {
-    grads_shard_ = Tensor({layout_.shard_size});
-    grads_unit_ = Tensor({layout_.max_unit_size});
+    grads_shard_ = Tensor({layout_.shard_size}, target_);
+    grads_unit_ = Tensor({layout_.max_unit_size}, target_);
   } else {
-    grads_full_ = Tensor({layout_.full_size});
+    grads_full_ = Tensor({layout_.full_size}, target_);
   }
   for (std::size_t i = 0; i < walk.params.size(); ++i) {
     Param& p = *walk.params[i].param;
@@ -307,7 +315,7 @@ double ShardingPolicy::grad_sum_squares() {
   // The collectives are fp32: send the double as a head and a tail so the sum keeps ~48 bits.
   const float head = static_cast<float>(local);
   float parts[2] = {head, static_cast<float>(local - static_cast<double>(head))};
-  group_.allreduce(parts).wait();
+  allreduce_host(group_, parts);
   return static_cast<double>(parts[0]) + static_cast<double>(parts[1]);
 }
 
@@ -325,8 +333,8 @@ double ShardingPolicy::clip_grad_norm(double max_norm) {
 void ShardingPolicy::step(Optimizer& optimizer, float lr) {
   NOEIRA_CHECK(pending_.empty(), "step before reduce_gradients");
   const std::int64_t state_size = sharded_state() ? layout_.shard_size : layout_.full_size;
-  if (optimizer.uses_m() && !m_.defined()) m_ = Tensor({state_size});
-  if (optimizer.uses_v() && !v_.defined()) v_ = Tensor({state_size});
+  if (optimizer.uses_m() && !m_.defined()) m_ = Tensor({state_size}, target_);
+  if (optimizer.uses_v() && !v_.defined()) v_ = Tensor({state_size}, target_);
   init_full_ = Tensor();
 
   optimizer.begin_step();
@@ -362,8 +370,8 @@ void ShardingPolicy::step(Optimizer& optimizer, float lr) {
 
 void ShardingPolicy::allocate_optimizer_state(const Optimizer& optimizer) {
   const std::int64_t state_size = sharded_state() ? layout_.shard_size : layout_.full_size;
-  if (optimizer.uses_m() && !m_.defined()) m_ = Tensor({state_size});
-  if (optimizer.uses_v() && !v_.defined()) v_ = Tensor({state_size});
+  if (optimizer.uses_m() && !m_.defined()) m_ = Tensor({state_size}, target_);
+  if (optimizer.uses_v() && !v_.defined()) v_ = Tensor({state_size}, target_);
 }
 
 std::vector<ShardingPolicy::HeldPiece> ShardingPolicy::slice_pieces(State state) {
@@ -422,22 +430,21 @@ std::vector<float> ShardingPolicy::full_parameters() {
   std::vector<float> unit_values;
   for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
     const FlatLayout& l = layout_.units[u];
-    const float* values = nullptr;
-    if (sharded_params()) {
-      unit_values.assign(static_cast<std::size_t>(l.padded_size), 0.0f);
-      if (l.padded_size > 0) {
-        group_
-            .all_gather(std::span<const float>(params_shard_.data() + layout_.shard_offset[u],
-                                               static_cast<std::size_t>(l.shard_size)),
-                        unit_values)
-            .wait();
+    unit_values.assign(static_cast<std::size_t>(l.padded_size), 0.0f);
+    if (l.padded_size > 0) {
+      const float* whole = nullptr;
+      if (sharded_params()) {
+        gather_unit(u);
+        whole = gathered_.data();
+      } else {
+        whole = params_full_.data() + layout_.full_offset[u];
       }
-      values = unit_values.data();
-    } else {
-      values = params_full_.data() + layout_.full_offset[u];
+      k_->download(stream_, unit_values.data(), whole,
+                   static_cast<std::size_t>(l.padded_size) * sizeof(float));
     }
     for (std::size_t i = 0; i < l.param_count(); ++i) {
-      out.insert(out.end(), values + l.offsets[i], values + l.offsets[i] + l.sizes[i]);
+      const auto at = unit_values.begin() + l.offsets[i];
+      out.insert(out.end(), at, at + l.sizes[i]);
     }
   }
   return out;

@@ -90,8 +90,9 @@ struct MemoryReport {
 
 class ShardingPolicy {
  public:
-  // Takes over the storage of the walk's params (see above). CPU targets only until the NCCL
-  // backend lands; ctx.grad_mode must be Overwrite (units share the transient gradient buffer).
+  // Takes over the storage of the walk's params (see above), in buffers on ctx.target, which must
+  // be the group's buffer target (CUDA: the NCCL or the simulated backend); ctx.grad_mode must be
+  // Overwrite (units share the transient gradient buffer).
   ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGroup& group, const Context& ctx,
                  const PolicyOptions& options = {});
   ~ShardingPolicy();
@@ -99,6 +100,8 @@ class ShardingPolicy {
   ShardingPolicy& operator=(const ShardingPolicy&) = delete;
 
   Policy policy() const { return policy_; }
+  // Where every buffer of the policy lives, HeldPiece::data included.
+  Target target() const { return target_; }
   const ShardedLayout& layout() const { return layout_; }
   ProcessGroup& group() { return group_; }
 
@@ -128,8 +131,8 @@ class ShardingPolicy {
   // Every parameter, walk order, without padding. Collective for ZeRO-3 (it gathers).
   std::vector<float> full_parameters();
 
-  // Checkpoint access (issue 5). A run of parameter elements [param_begin, param_begin + count)
-  // of walk parameter `param`, stored contiguously at `data`.
+  // Checkpoint access. A run of parameter elements [param_begin, param_begin + count) of walk
+  // parameter `param`, stored contiguously at `data`, in target() memory.
   enum class State : std::uint8_t { Value, M, V };
   struct HeldPiece {
     std::size_t param = 0;
@@ -175,6 +178,7 @@ class ShardingPolicy {
 
   Policy policy_;
   ProcessGroup& group_;
+  Target target_;
   const KernelTable* k_;
   Stream stream_;
   PolicyOptions options_;

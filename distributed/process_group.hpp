@@ -3,7 +3,10 @@
 //   op(buffers, const CollectiveOptions& = {}) -> Work
 // Buffers are fp32 spans (element counts travel with the span, never bytes); reductions are sums
 // and the caller applies 1/N. Backends: MPI (real processes), simulated (threads in one process),
-// NCCL (real processes, device buffers: the spans hold device addresses).
+// NCCL (real processes, device buffers: the spans hold device addresses). A group's buffers live
+// on one target (buffer_target()); small host values (loss sums, flags) go through
+// allreduce_host / all_gather_host (distributed/host_collectives.hpp), which stage them on the
+// device where the group needs it.
 //
 // Contract of Work, the asynchronous handle:
 //  - the op may still be running when the call returns: the caller must not read or write the
@@ -25,6 +28,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "kernels/target.hpp"
 
 namespace noeira::dist {
 
@@ -121,6 +126,9 @@ class ProcessGroup {
   std::uint64_t last_seq() const { return seq_; }
   // "mpi", "nccl" or "simulated".
   virtual std::string_view backend() const = 0;
+  // Where the buffers of this group's ops must live: Cpu for MPI, Cuda for NCCL, the simulated
+  // world's target.
+  virtual Target buffer_target() const = 0;
   // Ops started on this rank since construction or the last reset_tally().
   const CollectiveTally& tally() const { return tally_; }
   void reset_tally() { tally_ = {}; }

@@ -8,8 +8,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/tensor.hpp"
 #include "distributed/watchdog.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace noeira::dist {
 
@@ -30,12 +32,15 @@ struct Slot {
 
 class SimWorld {
  public:
-  explicit SimWorld(int ranks)
+  SimWorld(int ranks, Target target)
       : ranks_(ranks),
+        target_(target),
+        k_(kernels_for(target)),
         watchdog_(
             std::make_shared<Watchdog>([this](const CollectiveRecord& r) { on_timeout(r); })) {}
 
   int ranks() const { return ranks_; }
+  Target target() const { return target_; }
   const std::shared_ptr<Watchdog>& watchdog() const { return watchdog_; }
 
   // Records rank's arrival at call.seq; the last rank to arrive performs the collective.
@@ -125,44 +130,39 @@ class SimWorld {
     abort_locked(timeout_message(record, missing), -1);
   }
 
-  // The fixed reduction order: acc = in[0]; acc += in[1]; ... in fp32, element by element.
+  // The fixed reduction order: acc = in[0]; acc += in[1]; ... in fp32, element by element, through
+  // the target's kernels (on the stream every rank uses: see the header).
   void perform(Slot& s) {
-    const std::size_t n = static_cast<std::size_t>(s.count);
-    const std::size_t ranks = static_cast<std::size_t>(ranks_);
+    const std::int64_t n = s.count;
+    const auto ranks = static_cast<std::size_t>(ranks_);
+    auto copy = [&](float* dst, const float* src, std::int64_t count) {
+      if (dst != src) k_.copy(nullptr, dst, src, static_cast<std::size_t>(count) * sizeof(float));
+    };
     switch (s.kind) {
-      case Collective::AllReduce: {
-        scratch_.assign(s.in[0], s.in[0] + n);
-        for (std::size_t r = 1; r < ranks; ++r) {
-          for (std::size_t i = 0; i < n; ++i) scratch_[i] += s.in[r][i];
-        }
-        for (std::size_t r = 0; r < ranks; ++r)
-          std::copy(scratch_.begin(), scratch_.end(), s.out[r]);
-        break;
-      }
+      case Collective::AllReduce:
       case Collective::ReduceScatter: {
-        // Every rank's segment is summed into scratch first, so outputs never feed inputs.
-        scratch_.assign(s.in[0], s.in[0] + n * ranks);
-        for (std::size_t r = 1; r < ranks; ++r) {
-          for (std::size_t i = 0; i < n * ranks; ++i) scratch_[i] += s.in[r][i];
-        }
+        // Every rank's input is summed into scratch first, so outputs never feed inputs.
+        const std::int64_t total = s.kind == Collective::AllReduce ? n : n * ranks_;
+        if (!scratch_.defined() || scratch_.numel() < total) scratch_ = Tensor({total}, target_);
+        float* acc = scratch_.data();
+        copy(acc, s.in[0], total);
+        for (std::size_t r = 1; r < ranks; ++r) k_.accumulate(nullptr, acc, s.in[r], total);
         for (std::size_t r = 0; r < ranks; ++r) {
-          std::copy_n(scratch_.begin() + static_cast<std::ptrdiff_t>(r * n), n, s.out[r]);
+          const std::int64_t at = s.kind == Collective::AllReduce ? 0 : static_cast<std::int64_t>(r) * n;
+          copy(s.out[r], acc + at, n);
         }
         break;
       }
       case Collective::AllGather:
         for (std::size_t r = 0; r < ranks; ++r) {
           for (std::size_t q = 0; q < ranks; ++q) {
-            float* dst = s.out[r] + q * n;
-            if (dst != s.in[q]) std::copy_n(s.in[q], n, dst);  // in place: already there
+            copy(s.out[r] + q * static_cast<std::size_t>(n), s.in[q], n);  // in place: a no-op
           }
         }
         break;
       case Collective::Broadcast: {
         const float* src = s.in[static_cast<std::size_t>(s.root)];
-        for (std::size_t r = 0; r < ranks; ++r) {
-          if (s.out[r] != src) std::copy_n(src, n, s.out[r]);
-        }
+        for (std::size_t r = 0; r < ranks; ++r) copy(s.out[r], src, n);
         break;
       }
       case Collective::Barrier:
@@ -171,10 +171,12 @@ class SimWorld {
   }
 
   const int ranks_;
+  const Target target_;
+  const KernelTable& k_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::uint64_t, std::shared_ptr<Slot>> slots_;
-  std::vector<float> scratch_;
+  Tensor scratch_;  // on the target; grows to the largest reduction
   bool aborted_ = false;
   std::string reason_;
   int origin_rank_ = -1;
@@ -206,6 +208,7 @@ class SimProcessGroup final : public ProcessGroup {
       : ProcessGroup(rank, world.ranks(), options, world.watchdog()), world_(world) {}
 
   std::string_view backend() const override { return "simulated"; }
+  Target buffer_target() const override { return world_.target(); }
 
  protected:
   std::unique_ptr<WorkImpl> start(const CollectiveCall& call) override {
@@ -230,9 +233,9 @@ std::string what_of(const std::exception_ptr& e) {
 }  // namespace
 
 void run_simulated(int ranks, const std::function<void(ProcessGroup&)>& body,
-                   const ProcessGroupOptions& options) {
+                   const ProcessGroupOptions& options, Target target) {
   if (ranks < 1) throw InputError(detail::concat("--sim-ranks must be >= 1, got ", ranks));
-  SimWorld world(ranks);
+  SimWorld world(ranks, target);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(ranks));

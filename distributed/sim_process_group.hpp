@@ -2,9 +2,20 @@
 // The simulated backend: N ranks in one process, one thread per rank, sharing one world that
 // performs every collective itself in a fixed reduction order (sum of rank 0, then 1, ... in
 // fp32), so a simulated run is reproducible bit for bit whatever the thread scheduling.
+//
+// The world lives on one target. On the CPU its buffers are host memory; on CUDA they are device
+// memory of the calling threads' current device (NCCL refuses several ranks on one GPU, so the
+// world moves the data itself), and the reductions run through the target's kernels (copy, then
+// accumulate rank by rank): the same fp32 additions in the same order, so a simulated run on the
+// GPU reduces to the same bits as on the CPU. Every rank and the world enqueue on the device's
+// legacy default stream (Context's stream nullptr): the ranks' kernels and the collectives run in
+// the order they were enqueued, which is what makes a collective see every rank's finished
+// gradients without events; the price is that simulated ranks do not overlap on the device,
+// which a debugging mode can afford.
 #include <functional>
 
 #include "distributed/process_group.hpp"
+#include "kernels/target.hpp"
 
 namespace noeira::dist {
 
@@ -14,6 +25,6 @@ namespace noeira::dist {
 // peers' "world aborted" errors); a watchdog timeout or a collective mismatch is reported with
 // the collective, its sequence number and the ranks that did not arrive.
 void run_simulated(int ranks, const std::function<void(ProcessGroup&)>& body,
-                   const ProcessGroupOptions& options = {});
+                   const ProcessGroupOptions& options = {}, Target target = Target::Cpu);
 
 }  // namespace noeira::dist

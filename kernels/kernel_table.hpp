@@ -31,6 +31,11 @@ struct KernelTable {
   void (*download)(Stream, void* host_dst, const void* src, std::size_t bytes);
   void (*copy)(Stream, void* dst, const void* src, std::size_t bytes);
   void (*synchronize)(Stream);
+  // dst row r = table row index[r], rows of row_words 4-byte words (floats or int32 alike): the
+  // embedding lookup and the batch gather from a resident data set. Indices were checked by the
+  // caller.
+  void (*gather_rows)(Stream, void* dst, const std::int32_t* index, const void* table,
+                      std::int64_t rows, std::int64_t row_words);
 
   // --- element-wise -----------------------------------------------------------------------------
   void (*fill)(Stream, float* x, float value, std::int64_t n);
@@ -87,8 +92,7 @@ struct KernelTable {
                            std::int64_t rows, std::int64_t cols);
 
   // --- embedding (ids are checked against vocab by the caller on the host) ------------------
-  void (*embedding_forward)(Stream, float* y, const std::int32_t* ids, const float* table,
-                            std::int64_t rows, std::int64_t dim);
+  // The lookup is gather_rows.
   // dtable is overwritten (zeroed, then scattered) or accumulated per mode; a fixed order per
   // id keeps repeated ids deterministic.
   void (*embedding_backward)(Stream, GradMode mode, float* dtable, const float* dy,
@@ -132,5 +136,10 @@ const KernelTable& kernels_for(Target target);
 
 // True when this build has the CUDA kernels and a CUDA device is present.
 bool cuda_available();
+
+// TF32 tensor-core matrix products on CUDA (off by default: GPU results then match the fp32 CPU
+// reference within fp32 tolerance). For GEMMs launched afterwards from any thread; no effect on
+// the CPU or in a build without CUDA.
+void set_allow_tf32(bool allow);
 
 }  // namespace noeira

@@ -11,6 +11,7 @@ extern const KernelTable table;
 namespace cuda {
 const KernelTable& table();  // checks the device on first use
 bool device_present();
+void set_allow_tf32(bool allow);
 }  // namespace cuda
 #endif
 
@@ -23,6 +24,12 @@ const KernelTable& kernels_for(Target target) {
   return cuda::table();
 #else
   throw Error("target cuda requested, but this noeira was built without CUDA (NOEIRA_CUDA=OFF)");
+#endif
+}
+
+void set_allow_tf32([[maybe_unused]] bool allow) {
+#ifdef NOEIRA_HAVE_CUDA
+  cuda::set_allow_tf32(allow);
 #endif
 }
 

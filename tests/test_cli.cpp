@@ -218,7 +218,7 @@ TEST(CliDistributed, SimulatedRanksMatchOneRank) {
   TempDir dir;
   const Output one = noeira(dir, kSmallRun + "--sim-ranks 1 --out " + (dir / "one").string());
   ASSERT_EQ(one.code, 0) << one.err;
-  EXPECT_NE(one.out.find("1 rank (simulated), policy ddp"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("1 rank (simulated), device cpu, policy ddp"), std::string::npos) << one.out;
   const std::vector<float> reference = saved_mlp(dir / "one" / "model.h5");
   double max_p = 0.0;
   for (float p : reference) max_p = std::max(max_p, static_cast<double>(std::fabs(p)));

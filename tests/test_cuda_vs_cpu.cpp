@@ -345,10 +345,18 @@ TEST(CudaVsCpu, EmbeddingIsBitIdenticalWithRepeatedIds) {
         Tensor dy = random_on(t, {rows, dim}, 62);
         Tensor y({rows, dim}, t);
         Tensor dtable = random_on(t, {vocab, dim}, 63);  // Overwrite must not read it
-        k.embedding_forward(nullptr, y.data(), ids.ids(), table.data(), rows, dim);
+        k.gather_rows(nullptr, y.data(), ids.ids(), table.data(), rows, dim);
         k.embedding_backward(nullptr, GradMode::Overwrite, dtable.data(), dy.data(), ids.ids(),
                              rows, dim, vocab);
-        Outputs o{{"y", y.to_vector()}, {"dtable", dtable.to_vector()}};
+        // The same gather on int32 rows: words are copied, never converted.
+        Tensor int_table = ids_on(t, std::vector<std::int32_t>(
+                                         {-1, 0x7f800001, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
+        Tensor picked = ids_on(t, {5, 1, 1, 0});
+        Tensor int_rows({4, 2}, t, DType::I32);
+        k.gather_rows(nullptr, int_rows.ids(), picked.ids(), int_table.ids(), 4, 2);
+        std::vector<float> int_values;
+        for (std::int32_t v : int_rows.to_ids()) int_values.push_back(static_cast<float>(v));
+        Outputs o{{"y", y.to_vector()}, {"dtable", dtable.to_vector()}, {"int rows", int_values}};
         k.embedding_backward(nullptr, GradMode::Accumulate, dtable.data(), dy.data(), ids.ids(),
                              rows, dim, vocab);
         o.emplace_back("dtable accumulated", dtable.to_vector());

@@ -103,15 +103,16 @@ Dataset counting_dataset(std::int64_t n, std::int64_t features) {
 }
 
 TEST(GatherBatch, TheGlobalBatchIsTheSameForAnyWorldSize) {
-  const Dataset data = counting_dataset(37, 3);
+  const ResidentData data = make_resident(counting_dataset(37, 3), Target::Cpu);
   const auto order = epoch_order(5, 0, data.count);
+  const Tensor resident = resident_order(order, Target::Cpu);
   const RowRange global = global_batch(1, 16, data.count);  // rows 16..31 of the order
   for (int world = 1; world <= 5; ++world) {
     std::vector<float> xs;
     std::vector<std::int32_t> ys;
     for (int r = 0; r < world; ++r) {
       Batch b;
-      gather_batch(b, data, order, local_rows(global, r, world));
+      gather_batch(b, data, resident, local_rows(global, r, world));
       const auto x = b.x.to_vector();
       const auto y = b.labels.to_ids();
       xs.insert(xs.end(), x.begin(), x.end());
@@ -126,10 +127,15 @@ TEST(GatherBatch, TheGlobalBatchIsTheSameForAnyWorldSize) {
   }
   // Evaluation order: an empty order means the samples themselves.
   Batch b;
-  gather_batch(b, data, {}, RowRange{30, 37});
+  gather_batch(b, data, Tensor(), RowRange{30, 37});
   EXPECT_EQ(b.x.dim(0), 7);
   EXPECT_EQ(b.labels.to_ids()[0], 0);
-  EXPECT_THROW(gather_batch(b, data, {}, RowRange{30, 38}), Error);
+  EXPECT_EQ(b.x.to_vector()[0], 90.0f);
+  EXPECT_THROW(gather_batch(b, data, Tensor(), RowRange{30, 38}), Error);
+  // A training gather after evaluation views must not write into the data set.
+  gather_batch(b, data, resident, RowRange{0, 7});
+  EXPECT_EQ(data.images.to_vector()[90], 90.0f);
+  EXPECT_EQ(b.x.to_vector()[0], static_cast<float>(order[0] * 3));
 }
 
 // A synthetic 10-class problem in the MLP's input width: class c's samples are its prototype
@@ -157,8 +163,10 @@ struct RunResult {
 };
 
 // One in-process training run of the mlp preset; records are the metrics file's lines.
-RunResult run_mlp(const TrainConfig& cfg, const Dataset& train_set, const Dataset& test_set,
+RunResult run_mlp(const TrainConfig& cfg, const Dataset& train_data, const Dataset& test_data,
                   const std::filesystem::path& metrics_file) {
+  const ResidentData train_set = make_resident(train_data, Target::Cpu);
+  const ResidentData test_set = make_resident(test_data, Target::Cpu);
   Context ctx = Context::for_target(Target::Cpu);
   ctx.seed = cfg.seed;
   presets::Mlp model(Init(Target::Cpu, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, cfg.seed}));

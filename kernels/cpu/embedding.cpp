@@ -1,21 +1,11 @@
-// Embedding lookup and its gradient on the CPU. Ids were checked against the vocabulary by the
+// The embedding gradient on the CPU (the lookup is gather_rows). Ids were checked against the vocabulary by the
 // caller. The backward scatter visits rows in order within each column block, so repeated ids
 // add up in a fixed order whatever the thread count (no atomics).
-#include <cstring>
-
 #include "kernels/cpu/column_sum.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 
 namespace noeira::cpu {
-
-void embedding_forward(Stream, float* y, const std::int32_t* ids, const float* table,
-                       std::int64_t rows, std::int64_t dim) {
-  parallel_for_rows(rows, dim, [&](std::int64_t r) {
-    std::memcpy(y + r * dim, table + static_cast<std::int64_t>(ids[r]) * dim,
-                static_cast<std::size_t>(dim) * sizeof(float));
-  });
-}
 
 void embedding_backward(Stream, GradMode mode, float* dtable, const float* dy,
                         const std::int32_t* ids, std::int64_t rows, std::int64_t dim,

@@ -3,6 +3,7 @@
 #include <new>
 
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/parallel.hpp"
 
 namespace noeira::cpu {
 
@@ -35,5 +36,15 @@ void download(Stream s, void* host_dst, const void* src, std::size_t bytes) {
 }
 
 void synchronize(Stream) {}
+
+void gather_rows(Stream, void* dst, const std::int32_t* index, const void* table,
+                 std::int64_t rows, std::int64_t row_words) {
+  const std::size_t row_bytes = static_cast<std::size_t>(row_words) * 4;
+  parallel_for_rows(rows, row_words, [&](std::int64_t r) {
+    std::memcpy(static_cast<char*>(dst) + static_cast<std::size_t>(r) * row_bytes,
+                static_cast<const char*>(table) + static_cast<std::size_t>(index[r]) * row_bytes,
+                row_bytes);
+  });
+}
 
 }  // namespace noeira::cpu

@@ -1,4 +1,4 @@
-// Embedding lookup and its gradient on CUDA. Ids were checked against the vocabulary by the
+// The embedding gradient on CUDA (the lookup is gather_rows). Ids were checked against the vocabulary by the
 // caller.
 //
 // Backward without float atomics: one thread per column walks all rows in order and adds dy's row
@@ -13,18 +13,6 @@ namespace noeira::cuda {
 
 namespace {
 
-struct Gather {
-  float* y;
-  const std::int32_t* ids;
-  const float* table;
-  std::int64_t dim;
-  __device__ void operator()(std::int64_t i) const {
-    const std::int64_t r = i / dim;
-    const std::int64_t c = i - r * dim;
-    y[i] = table[static_cast<std::int64_t>(ids[r]) * dim + c];
-  }
-};
-
 __global__ void embedding_scatter_kernel(float* dtable, const float* dy, const std::int32_t* ids,
                                          std::int64_t rows, std::int64_t dim) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -35,12 +23,6 @@ __global__ void embedding_scatter_kernel(float* dtable, const float* dy, const s
 }
 
 }  // namespace
-
-void embedding_forward(Stream s, float* y, const std::int32_t* ids, const float* table,
-                       std::int64_t rows, std::int64_t dim) {
-  if (dim <= 0) return;
-  launch_map(s, rows * dim, Gather{y, ids, table, dim});
-}
 
 void embedding_backward(Stream s, GradMode mode, float* dtable, const float* dy,
                         const std::int32_t* ids, std::int64_t rows, std::int64_t dim,

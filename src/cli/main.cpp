@@ -59,6 +59,12 @@ void add_common_options(Command& c) {
       ->check(CLI::NonNegativeNumber);
   a.add_option("--threads", t.threads, "OpenMP and OpenBLAS threads (0: all cores)")
       ->check(CLI::NonNegativeNumber);
+  a.add_option("--device", t.device,
+               "cpu, or cuda: tensors on the GPU (one per MPI rank, NCCL between them; "
+               "--sim-ranks N simulates N ranks on one GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  a.add_flag("--allow-tf32", t.allow_tf32,
+             "cuda: TF32 tensor cores for matrix products (faster, 10-bit mantissa inputs)");
   a.add_option("--log-format", c.log_format,
                "human: progress bar on a terminal, plain lines otherwise; json: JSON lines on "
                "stdout")

@@ -36,7 +36,7 @@ class Embedding {
     const std::int64_t rows = ids.dim(0);
     ids_ = &ids;
     y_.resize({rows, Dim});
-    ctx.k->embedding_forward(ctx.stream, y_.data(), ids.ids(), weight_.val.data(), rows, Dim);
+    ctx.k->gather_rows(ctx.stream, y_.data(), ids.ids(), weight_.val.data(), rows, Dim);
     return y_;
   }
 

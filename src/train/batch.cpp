@@ -1,43 +1,57 @@
 #include "train/batch.hpp"
 
-#include <cstring>
-
 #include "kernels/error.hpp"
 
 namespace noeira {
+
+ResidentData make_resident(const Dataset& data, Target target) {
+  NOEIRA_CHECK(static_cast<std::int64_t>(data.images.size()) == data.count * data.features &&
+                   static_cast<std::int64_t>(data.labels.size()) == data.count,
+               data.name, ": ", data.images.size(), " pixel values and ", data.labels.size(),
+               " labels for ", data.count, " samples of ", data.features, " features");
+  ResidentData out;
+  out.name = data.name;
+  out.count = data.count;
+  out.features = data.features;
+  out.num_classes = data.num_classes;
+  out.images = Tensor::from_host({data.count, data.features}, data.images, target);
+  out.labels = Tensor::from_host_ids({data.count}, data.labels, target);
+  return out;
+}
+
+Tensor resident_order(std::span<const std::int32_t> order, Target target) {
+  return Tensor::from_host_ids({static_cast<std::int64_t>(order.size())}, order, target);
+}
 
 RowRange local_rows(RowRange global, int rank, int world) {
   const RowRange mine = shard_rows(global.size(), rank, world);
   return RowRange{global.begin + mine.begin, global.begin + mine.end};
 }
 
-void gather_batch(Batch& out, const Dataset& data, std::span<const std::int32_t> order,
-                  RowRange rows) {
-  const std::int64_t limit = order.empty() ? data.count : static_cast<std::int64_t>(order.size());
+void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
+                  Stream stream) {
+  const bool in_order = !order.defined();
+  const std::int64_t limit = in_order ? data.count : order.numel();
   NOEIRA_CHECK(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= limit, "gather_batch: rows [",
                rows.begin, ", ", rows.end, ") outside the ", limit, " samples of ", data.name);
+  NOEIRA_CHECK(in_order || order.target() == data.images.target(), "gather_batch: the order of ",
+               data.name, " is on another target than the data");
   const std::int64_t n = rows.size();
   const std::int64_t f = data.features;
+  if (in_order) {
+    out.x = data.images.view({n, f}, rows.begin * f);
+    out.labels = data.labels.view({n}, rows.begin);
+    out.views_data = true;
+    return;
+  }
+  if (out.views_data) out = Batch(data.images.target());
   // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
   if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f});
   if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n});
-  const bool direct = out.x.target() == Target::Cpu;
-  if (!direct) {
-    out.host_x.resize(static_cast<std::size_t>(n * f));
-    out.host_labels.resize(static_cast<std::size_t>(n));
-  }
-  float* x = direct ? out.x.data() : out.host_x.data();
-  std::int32_t* y = direct ? out.labels.ids() : out.host_labels.data();
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t pos = rows.begin + i;
-    const std::int64_t sample = order.empty() ? pos : order[static_cast<std::size_t>(pos)];
-    std::memcpy(x + i * f, data.images.data() + sample * f, static_cast<std::size_t>(f) * sizeof(float));
-    y[i] = data.labels[static_cast<std::size_t>(sample)];
-  }
-  if (!direct) {
-    out.x.copy_from(out.host_x);
-    out.labels.copy_from_ids(out.host_labels);
-  }
+  const KernelTable& k = kernels_for(data.images.target());
+  const std::int32_t* index = order.ids() + rows.begin;
+  k.gather_rows(stream, out.x.data(), index, data.images.data(), n, f);
+  k.gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1);
 }
 
 }  // namespace noeira

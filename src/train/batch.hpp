@@ -1,10 +1,12 @@
 #pragma once
-// The batch a step reads: this rank's rows of the global batch, gathered from the in-memory data
-// set into tensors that keep their storage from step to step (a short last batch shrinks the
-// shape, never reallocates).
+// The data a run reads, resident on the run's target, and the batch a step reads from it.
+//
+// A split is uploaded once (ResidentData); a training batch is then a gather of rows on the
+// target through the epoch's order (itself uploaded once per epoch), and an evaluation batch, in
+// file order, is a view. No sample crosses the host-device boundary after the upload. The batch
+// tensors keep their storage from step to step (a short last batch shrinks the shape, never
+// reallocates).
 #include <cstdint>
-#include <span>
-#include <vector>
 
 #include "core/tensor.hpp"
 #include "train/dataset.hpp"
@@ -12,23 +14,40 @@
 
 namespace noeira {
 
+// One split on a target: the same content as the Dataset it was made from.
+struct ResidentData {
+  std::string name;  // e.g. "fashion-mnist/train", for messages
+  std::int64_t count = 0;
+  std::int64_t features = 0;
+  int num_classes = 0;
+  Tensor images;  // [count, features] F32
+  Tensor labels;  // [count] I32
+};
+
+// Uploads `data` to `target`. On the CPU this is a copy: pass a temporary to free the host
+// vectors once it is made.
+ResidentData make_resident(const Dataset& data, Target target);
+
+// An epoch's sample order (order.hpp) on the data's target, for gather_batch.
+Tensor resident_order(std::span<const std::int32_t> order, Target target);
+
 struct Batch {
   explicit Batch(Target target = Target::Cpu)
       : x({0, 0}, target), labels({0}, target, DType::I32) {}
 
   Tensor x;       // [rows, features] F32
   Tensor labels;  // [rows] I32
-  // Host staging for targets whose memory the host cannot write (CUDA); unused on the CPU.
-  std::vector<float> host_x;
-  std::vector<std::int32_t> host_labels;
+  // x and labels are views of the data set (evaluation order): a gather must not write there.
+  bool views_data = false;
 };
 
 // This rank's rows of a global batch: rows `global` of the epoch order, split by shard_rows.
 RowRange local_rows(RowRange global, int rank, int world);
 
-// Fills `out` with samples order[rows.begin .. rows.end) of `data` (positions into `order`), or
-// samples rows.begin .. rows.end themselves when `order` is empty (evaluation in file order).
-void gather_batch(Batch& out, const Dataset& data, std::span<const std::int32_t> order,
-                  RowRange rows);
+// Fills `out` with samples order[rows.begin .. rows.end) of `data` (positions into `order`, a
+// resident_order of the data's target), gathered on the target on `stream`; or, when `order` is
+// undefined (evaluation in file order), makes `out` views of samples rows.begin .. rows.end.
+void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
+                  Stream stream = nullptr);
 
 }  // namespace noeira

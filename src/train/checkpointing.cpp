@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/host_collectives.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "kernels/error.hpp"
 
@@ -30,7 +31,7 @@ const char* kind_name(State s) { return s == State::Value ? "val" : s == State::
 // throw together instead of leaving the others waiting in the next collective.
 void agree(dist::ProcessGroup& group, bool ok, const std::string& error, const char* what) {
   float failures = ok ? 0.0f : 1.0f;
-  group.allreduce(std::span<float>(&failures, 1)).wait();
+  dist::allreduce_host(group, std::span<float>(&failures, 1));
   if (!ok) throw Error(error);
   if (failures > 0.0f) {
     throw Error(detail::concat(what, ": ", static_cast<int>(failures),
@@ -84,7 +85,8 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   // rank's own partial is what it restores. Doubles travel bit for bit as pairs of floats.
   const double mine[2] = {cursor.epoch_loss_sum, cursor.window_loss_sum};
   std::vector<float> all(static_cast<std::size_t>(4 * group.size()));
-  group.all_gather(std::span<const float>(reinterpret_cast<const float*>(mine), 4), all).wait();
+  dist::all_gather_host(group, std::span<const float>(reinterpret_cast<const float*>(mine), 4),
+                        all);
   for (int r = 0; r < group.size(); ++r) {
     double partial[2];
     std::memcpy(partial, all.data() + 4 * r, sizeof(partial));
@@ -97,13 +99,24 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                  {"schedule", cfg.schedule},
                  {"data", cfg.data}};
 
+  // The writer reads host memory: a policy on the GPU stages its pieces first (all at once; a
+  // rank's slice of the state is what it holds anyway, so this at most doubles it briefly).
+  const bool staged = policy.target() != Target::Cpu;
+  const KernelTable& k = kernels_for(policy.target());
+  std::vector<std::vector<float>> host_copies;
   std::vector<io::TensorSlice> slices;
   for (State s : kStates) {
     for (const auto& piece : policy.slice_pieces(s)) {
       const dist::WalkParam& p = walk.params[piece.param];
+      const auto count = static_cast<std::size_t>(piece.count);
+      const float* data = piece.data;
+      if (staged) {
+        std::vector<float>& copy = host_copies.emplace_back(count);
+        k.download(nullptr, copy.data(), piece.data, count * sizeof(float));
+        data = copy.data();
+      }
       slices.push_back({io::param_tensor_name(p.name, kind_name(s)), p.param->shape(),
-                        piece.param_begin,
-                        std::span<const float>(piece.data, static_cast<std::size_t>(piece.count))});
+                        piece.param_begin, std::span<const float>(data, count)});
     }
   }
 
@@ -162,6 +175,9 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
 
   // Values always; m / v when saved (a checkpoint before the first step has none: zeros).
   policy.allocate_optimizer_state(optimizer);
+  const bool staged = policy.target() != Target::Cpu;
+  const KernelTable& k = kernels_for(policy.target());
+  std::vector<float> host_copy;
   for (State s : kStates) {
     for (const auto& piece : policy.held_pieces(s)) {
       const std::string name = io::param_tensor_name(walk.params[piece.param].name, kind_name(s));
@@ -169,8 +185,14 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
         if (meta.optimizer.t == 0) continue;
         throw InputError(detail::concat(where, ": no ", name, " for optimizer ", cfg.optimizer));
       }
-      ckpt.read(name, piece.param_begin,
-                std::span<float>(piece.data, static_cast<std::size_t>(piece.count)));
+      const auto count = static_cast<std::size_t>(piece.count);
+      if (!staged) {
+        ckpt.read(name, piece.param_begin, std::span<float>(piece.data, count));
+        continue;
+      }
+      host_copy.resize(count);
+      ckpt.read(name, piece.param_begin, std::span<float>(host_copy));
+      k.upload(nullptr, piece.data, host_copy.data(), count * sizeof(float));
     }
   }
   optimizer.set_state({meta.optimizer.t, meta.optimizer.beta1_pow, meta.optimizer.beta2_pow});

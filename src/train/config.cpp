@@ -27,6 +27,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"schedule", c.schedule},   {"warmup", c.warmup},
       {"min-lr", c.min_lr},       {"grad-clip", c.grad_clip},
       {"seed", c.seed},           {"threads", c.threads},
+      {"device", c.device},       {"allow-tf32", c.allow_tf32},
       {"log-format", std::string(to_string(c.log_format))},
       {"log-every", c.log_every},
       {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
@@ -57,7 +58,14 @@ LrSchedule lr_schedule(const TrainConfig& c, std::int64_t total_steps) {
   return s;
 }
 
+Target parse_device(std::string_view name) {
+  if (name == "cpu") return Target::Cpu;
+  if (name == "cuda") return Target::Cuda;
+  throw InputError(detail::concat("unknown --device '", name, "', expected cpu or cuda"));
+}
+
 void validate(const TrainConfig& c) {
+  (void)parse_device(c.device);
   auto positive = [](std::int64_t v, const char* flag) {
     if (v <= 0) throw InputError(detail::concat("--", flag, " must be positive, got ", v));
   };

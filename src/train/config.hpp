@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/target.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
 
@@ -37,6 +38,8 @@ struct TrainConfig {
   double grad_clip = 0.0;                // max global gradient norm; 0 = off
   std::uint64_t seed = 1;                // initialization and data order
   int threads = 0;                       // OpenMP and OpenBLAS threads; 0 = all cores
+  std::string device = "cpu";            // cpu | cuda: where tensors live and kernels run
+  bool allow_tf32 = false;               // cuda: TF32 tensor cores for matrix products
   std::string out;                       // output directory; empty: runs/<model>-<data>-<time>
   LogFormat log_format = LogFormat::Human;
   std::int64_t log_every = 100;          // steps between step records (0 = only epochs)
@@ -63,6 +66,9 @@ nlohmann::json to_json(const TrainConfig& config);
 // The optimizer and schedule the configuration names (InputError for unknown names or values).
 OptimizerConfig optimizer_config(const TrainConfig& config);
 LrSchedule lr_schedule(const TrainConfig& config, std::int64_t total_steps);
+
+// The target --device names: "cpu" or "cuda"; anything else is an InputError.
+Target parse_device(std::string_view name);
 
 // Checks the values that are not checked where they are used; InputError naming the option.
 void validate(const TrainConfig& config);

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "distributed/mpi_process_group.hpp"
+#include "distributed/nccl_process_group.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "io/params_file.hpp"
@@ -27,7 +28,7 @@ std::filesystem::path data_dir_of(const TrainConfig& cfg, DatasetKind kind) {
 }
 
 template <Module M>
-void check_features(const Dataset& data, std::string_view model) {
+void check_features(const ResidentData& data, std::string_view model) {
   if (data.features != M::in_dim) {
     throw InputError(detail::concat("model '", model, "' takes ", M::in_dim,
                                     " inputs per sample, but ", data.name, " has ", data.features,
@@ -88,9 +89,11 @@ RunFiles open_run_files(const TrainConfig& cfg, const std::string& out_dir) {
 // rank 0's (null elsewhere).
 template <Module M>
 TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
-                        const Dataset& train_set, const Dataset& test_set, Progress* progress,
-                        RunFiles* files) {
-  Context ctx = Context::for_target(Target::Cpu);
+                        const ResidentData& train_set, const ResidentData& test_set,
+                        Progress* progress, RunFiles* files) {
+  // The group's buffers decide where this rank computes (the NCCL group and a simulated world on
+  // the GPU: cuda).
+  Context ctx = Context::for_target(group.buffer_target());
   ctx.seed = cfg.seed;
   M model(model_init(cfg, ctx.target));
   dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group, ctx,
@@ -127,6 +130,46 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
   return summary;
 }
 
+// The device a run asks for, checked before any data is loaded; TF32 set as asked.
+Target run_target(const TrainConfig& cfg) {
+  const Target target = parse_device(cfg.device);
+  if (target == Target::Cuda && !cuda_available()) {
+#ifdef NOEIRA_HAVE_CUDA
+    throw InputError(
+        "--device cuda: the CUDA runtime finds no GPU on this machine (no driver, or none "
+        "visible: check nvidia-smi and CUDA_VISIBLE_DEVICES)");
+#else
+    throw InputError(
+        "--device cuda: this noeira was built without CUDA (nvcc was not found at configure "
+        "time, or -DNOEIRA_CUDA=OFF)");
+#endif
+  }
+  if (cfg.allow_tf32 && target != Target::Cuda) {
+    throw InputError("--allow-tf32 applies to --device cuda only");
+  }
+  set_allow_tf32(cfg.allow_tf32);
+  return target;
+}
+
+// Under MPI with --device cuda: this rank's GPU (node-local rank modulo the visible devices), made
+// current before anything is uploaded, so the data and the NCCL group share it. Collective.
+void select_rank_device([[maybe_unused]] Target target) {
+#ifdef NOEIRA_HAVE_CUDA
+  if (target == Target::Cuda) (void)dist::select_local_device(MPI_COMM_WORLD);
+#endif
+}
+
+std::unique_ptr<dist::ProcessGroup> make_rank_group(Target target,
+                                                    const dist::ProcessGroupOptions& options) {
+  if (target == Target::Cpu) return dist::make_mpi_process_group(options);
+#ifdef NOEIRA_HAVE_CUDA
+  // The compute stream is the legacy default stream, which every Context here uses.
+  return dist::make_nccl_process_group(options, /*compute_stream=*/nullptr, MPI_COMM_WORLD);
+#else
+  throw InputError("--device cuda: this noeira was built without CUDA");
+#endif
+}
+
 }  // namespace
 
 std::string default_out_dir(const TrainConfig& cfg) {
@@ -145,6 +188,7 @@ TrainOutcome run_train(const TrainConfig& cfg) {
   (void)optimizer_config(cfg);
   (void)parse_schedule_kind(cfg.schedule);
   (void)dist::parse_policy(cfg.policy);
+  const Target target = run_target(cfg);
   const bool mpi = dist::MpiRuntime::launched_by_mpi();
   if (mpi && cfg.sim_ranks > 0) {
     throw InputError(detail::concat("--sim-ranks ", cfg.sim_ranks,
@@ -157,8 +201,12 @@ TrainOutcome run_train(const TrainConfig& cfg) {
 
   return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
     const std::filesystem::path dir = data_dir_of(cfg, kind);
-    const Dataset train_set = load_dataset(kind, dir, Split::Train, cfg.limit_train);
-    const Dataset test_set = load_dataset(kind, dir, Split::Test, cfg.limit_test);
+    if (mpi) select_rank_device(target);
+    // Uploaded once, shared by the simulated ranks; the host copies are freed at once.
+    const ResidentData train_set =
+        make_resident(load_dataset(kind, dir, Split::Train, cfg.limit_train), target);
+    const ResidentData test_set =
+        make_resident(load_dataset(kind, dir, Split::Test, cfg.limit_test), target);
     check_features<M>(train_set, cfg.model);
 
     TrainOutcome outcome;
@@ -177,7 +225,8 @@ TrainOutcome run_train(const TrainConfig& cfg) {
           "noeira train: model ", cfg.model, " (", outcome.parameters, " parameters), ", cfg.data,
           " ", train_set.count, " train / ", test_set.count, " test samples from ", dir.string()));
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
-                                   "), policy ", cfg.policy, ", threads per rank ", threads));
+                                   "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
+                                   ", policy ", cfg.policy, ", threads per rank ", threads));
       progress.note(detail::concat("  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (",
                                    cfg.schedule, "), batch ", cfg.batch, ", epochs ", cfg.epochs,
                                    ", seed ", cfg.seed, ", output ", outcome.out_dir));
@@ -186,11 +235,11 @@ TrainOutcome run_train(const TrainConfig& cfg) {
     if (mpi) {
       // One rank per process; main() owns MPI initialization (dist::MpiRuntime). --threads is
       // per rank, as main() set it.
-      const std::unique_ptr<dist::ProcessGroup> group = dist::make_mpi_process_group(group_options);
+      const std::unique_ptr<dist::ProcessGroup> group = make_rank_group(target, group_options);
       std::optional<RunFiles> files;
       if (group->rank() == 0) {
         files = open_run_files(cfg, outcome.out_dir);
-        header(group->size(), "mpi", omp_get_max_threads());
+        header(group->size(), group->backend(), omp_get_max_threads());
       }
       const TrainSummary summary =
           train_rank<M>(cfg, *group, train_set, test_set, files ? &progress : nullptr,
@@ -220,7 +269,7 @@ TrainOutcome run_train(const TrainConfig& cfg) {
                                                      zero ? &files : nullptr);
           if (zero) outcome.summary = summary;
         },
-        group_options);
+        group_options, target);
     return outcome;
   });
 }
@@ -249,17 +298,20 @@ EvalResult run_eval(const TrainConfig& cfg) {
       from_checkpoint ? checkpoint_model() : io::read_params_model(cfg.params);
   const std::string model_name = cfg.model.empty() ? stored : cfg.model;
   return with_preset(model_name, [&]<class M>(std::type_identity<M>) {
-    const Dataset test_set =
-        load_dataset(kind, data_dir_of(cfg, kind), Split::Test, cfg.limit_test);
+    const Target target = run_target(cfg);
+    const ResidentData test_set = make_resident(
+        load_dataset(kind, data_dir_of(cfg, kind), Split::Test, cfg.limit_test), target);
     check_features<M>(test_set, model_name);
-    Context ctx = Context::for_target(Target::Cpu);
+    Context ctx = Context::for_target(target);
     M model(model_init(cfg, ctx.target));
     if (from_checkpoint) {
       // The logical tensors, whatever world size and policy wrote them.
       ckpt->check_signature(signature_of(dist::walk_units(model)));
+      std::vector<float> values;
       for_each_param(model, [&](const std::string& name, Param& p) {
-        ckpt->read(io::param_tensor_name(name, "val"), 0,
-                   std::span<float>(p.val.data(), static_cast<std::size_t>(p.numel())));
+        values.resize(static_cast<std::size_t>(p.numel()));
+        ckpt->read(io::param_tensor_name(name, "val"), 0, std::span<float>(values));
+        p.val.copy_from(values);
       });
     } else {
       io::load_params(cfg.params, model_name, named_params(model));

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/module.hpp"
+#include "distributed/host_collectives.hpp"
 #include "distributed/policy.hpp"
 #include "distributed/units.hpp"
 #include "loss/accuracy.hpp"
@@ -44,14 +45,14 @@ struct EvalResult {
 
 // Evaluates the model on a whole split in file order (Mode::Eval: dropout off).
 template <Module M>
-EvalResult evaluate(M& model, Context& ctx, const Dataset& data, std::int64_t eval_batch,
+EvalResult evaluate(M& model, Context& ctx, const ResidentData& data, std::int64_t eval_batch,
                     Batch& batch, CrossEntropyLoss& loss) {
   const Mode saved = ctx.mode;
   ctx.mode = Mode::Eval;
   double loss_sum = 0.0;
   std::int64_t correct = 0;
   for (std::int64_t s = 0; s < steps_per_epoch(eval_batch, data.count); ++s) {
-    gather_batch(batch, data, {}, global_batch(s, eval_batch, data.count));
+    gather_batch(batch, data, Tensor(), global_batch(s, eval_batch, data.count), ctx.stream);
     const Tensor& logits = model.forward(ctx, batch.x);
     loss_sum += loss.forward(ctx, logits, batch.labels);
     correct += count_correct(ctx, logits, batch.labels);
@@ -71,7 +72,7 @@ inline void sum_over_ranks(dist::ProcessGroup& group, std::span<double> values) 
     parts.push_back(head);
     parts.push_back(static_cast<float>(v - static_cast<double>(head)));
   }
-  group.allreduce(parts).wait();
+  dist::allreduce_host(group, parts);
   for (std::size_t i = 0; i < values.size(); ++i) {
     values[i] = static_cast<double>(parts[2 * i]) + static_cast<double>(parts[2 * i + 1]);
   }
@@ -81,7 +82,7 @@ inline void sum_over_ranks(dist::ProcessGroup& group, std::span<double> values) 
 // are allreduced, so every rank returns the same result. Collective: under ZeRO-3 each forward
 // gathers the units' parameters, so every rank runs the same number of forwards.
 template <Module M>
-EvalResult evaluate(M& model, Context& ctx, const Dataset& data, std::int64_t eval_batch,
+EvalResult evaluate(M& model, Context& ctx, const ResidentData& data, std::int64_t eval_batch,
                     Batch& batch, CrossEntropyLoss& loss, dist::ShardingPolicy& policy) {
   dist::ProcessGroup& group = policy.group();
   const Mode saved = ctx.mode;
@@ -94,7 +95,7 @@ EvalResult evaluate(M& model, Context& ctx, const Dataset& data, std::int64_t ev
     // take part in ZeRO-3's gathers, and counts nothing.
     const bool idle = mine.size() == 0;
     if (idle) mine = RowRange{global.begin, global.begin + 1};
-    gather_batch(batch, data, {}, mine);
+    gather_batch(batch, data, Tensor(), mine, ctx.stream);
     const Tensor& logits = dist::forward_units(model, ctx, batch.x, policy);
     if (idle) continue;
     sums[0] += loss.forward(ctx, logits, batch.labels);
@@ -137,8 +138,8 @@ struct TrainSummary {
 // With cfg.checkpoint_dir set, checkpoints are written every cfg.checkpoint_every steps, at the
 // end, and when a stop signal (train/stop_signal.hpp) arrives, which ends the run early.
 template <Module M>
-TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset& train_set,
-                   const Dataset& test_set, Progress& progress, MetricsFile* metrics,
+TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const ResidentData& train_set,
+                   const ResidentData& test_set, Progress& progress, MetricsFile* metrics,
                    dist::ShardingPolicy& policy, const std::filesystem::path& resume = {}) {
   using Clock = std::chrono::steady_clock;
   auto seconds_since = [](Clock::time_point t) {
@@ -201,7 +202,8 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset
   for (std::int64_t epoch = first_epoch; epoch < cfg.epochs; ++epoch) {
     ++epochs_run;
     // The epoch's sample order: a function of (seed, epoch) only, the same for any world size.
-    const std::vector<std::int32_t> order = epoch_order(cfg.seed, epoch, n);
+    // Uploaded once per epoch: every batch is then a gather on the target.
+    const Tensor order = resident_order(epoch_order(cfg.seed, epoch, n), ctx.target);
     const Clock::time_point epoch_start = Clock::now();
     bool checkpoint_after_epoch = false;
     bool stop_after_epoch = false;
@@ -218,7 +220,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset
       // 1. load this rank's rows of the global batch
       const RowRange global = global_batch(s, cfg.batch, n);
       const RowRange mine = local_rows(global, group.rank(), group.size());
-      gather_batch(batch, train_set, order, mine);
+      gather_batch(batch, train_set, order, mine, ctx.stream);
       ctx.step = static_cast<std::uint64_t>(step);
       ctx.row_offset = mine.begin - global.begin;  // dropout masks follow the global row
 
@@ -293,7 +295,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Dataset
       //    at different steps: one scalar allreduce makes them agree on this one)
       if (checkpoints) {
         float stop = stop_signal() != 0 ? 1.0f : 0.0f;
-        group.allreduce(std::span<float>(&stop, 1)).wait();
+        dist::allreduce_host(group, std::span<float>(&stop, 1));
         const bool due = cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0;
         if (s == steps - 1) {
           // At an epoch's last step the checkpoint waits for the epoch's evaluation and record,
