@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "distributed/host_collectives.hpp"
 #include "distributed/policy.hpp"
 #include "distributed/units.hpp"
 #include "gradcheck.hpp"
@@ -43,12 +44,14 @@ struct Data {
       labels.push_back(static_cast<std::int32_t>((i * 7 + 3) % kClasses));
     }
   }
-  // Rows [begin, end) of global batch `step`.
-  std::pair<Tensor, Tensor> rows(int step, std::int64_t begin, std::int64_t end) const {
+  // Rows [begin, end) of global batch `step`, on `target`.
+  std::pair<Tensor, Tensor> rows(int step, std::int64_t begin, std::int64_t end,
+                                 Target target = Target::Cpu) const {
     const std::int64_t base = (step % kBatches) * kBatch;
     std::vector<float> xs(x.begin() + (base + begin) * kIn, x.begin() + (base + end) * kIn);
     std::vector<std::int32_t> ls(labels.begin() + base + begin, labels.begin() + base + end);
-    return {Tensor::from_host({end - begin, kIn}, xs), Tensor::from_host_ids({end - begin}, ls)};
+    return {Tensor::from_host({end - begin, kIn}, xs, target),
+            Tensor::from_host_ids({end - begin}, ls, target)};
   }
 };
 
@@ -62,14 +65,14 @@ inline std::vector<float> walk_values(Net& model) {
 }
 
 // One rank, whole batch, no policy: the reference.
-inline std::vector<float> train_single(std::vector<double>* losses) {
+inline std::vector<float> train_single(std::vector<double>* losses, Target target = Target::Cpu) {
   const Data data;
-  Net model(Init(Target::Cpu, init_spec(7)));
-  Context ctx = Context::for_target(Target::Cpu);
+  Net model(Init(target, init_spec(7)));
+  Context ctx = Context::for_target(target);
   Optimizer opt(adam());
   CrossEntropyLoss loss;
   for (int s = 0; s < kSteps; ++s) {
-    auto [x, labels] = data.rows(s, 0, kBatch);
+    auto [x, labels] = data.rows(s, 0, kBatch, target);
     const Tensor& logits = model.forward(ctx, x);
     losses->push_back(loss.forward_backward(ctx, logits, labels, 1.0f / kBatch) / kBatch);
     model.vjp(ctx, loss.grad(), InputGrad::Skip);
@@ -85,6 +88,7 @@ struct RunOptions {
   bool rank_seeds = false;  // each rank initializes differently (the broadcast must fix it)
   bool hooks = true;        // unit drivers; false: plain forward / vjp
   std::int64_t bucket_elements = 64;  // several buckets for the small net
+  Target target = Target::Cpu;        // the group's buffer target
 };
 
 // Everything one rank does in a run: build, broadcast, train kSteps, report. The same code runs
@@ -101,9 +105,9 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
   const Data data;
   RankResult result;
   const auto r = static_cast<std::uint64_t>(pg.rank());
-  Net model(Init(Target::Cpu, init_spec(o.rank_seeds ? 7 + 1000 * r : 7)));
+  Net model(Init(o.target, init_spec(o.rank_seeds ? 7 + 1000 * r : 7)));
   result.before_broadcast = walk_values(model);
-  Context ctx = Context::for_target(Target::Cpu);
+  Context ctx = Context::for_target(o.target);
   ShardingPolicy policy(o.policy, walk_units(model), pg, ctx, PolicyOptions{o.bucket_elements, 32});
   policy.broadcast_initial_parameters();
   Optimizer opt(adam());
@@ -112,7 +116,7 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
   const std::int64_t begin = pg.rank() * kBatch / pg.size();
   const std::int64_t end = (pg.rank() + 1) * kBatch / pg.size();
   for (int s = 0; s < kSteps; ++s) {
-    auto [x, labels] = data.rows(s, begin, end);
+    auto [x, labels] = data.rows(s, begin, end, o.target);
     const Tensor& logits = o.hooks ? forward_units(model, ctx, x, policy) : model.forward(ctx, x);
     float loss_sum = static_cast<float>(loss.forward_backward(ctx, logits, labels, 1.0f / kBatch));
     if (o.hooks) {
@@ -124,7 +128,7 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
     const double norm =
         o.clip > 0 ? policy.clip_grad_norm(o.clip) : std::sqrt(policy.grad_sum_squares());
     policy.step(opt, kLr);
-    pg.allreduce(std::span<float>(&loss_sum, 1)).wait();
+    allreduce_host(pg, std::span<float>(&loss_sum, 1));
     result.losses.push_back(loss_sum / kBatch);
     result.norms.push_back(norm);
   }
@@ -137,14 +141,15 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
 using Wide = Sequential<LinearReLU<784, 64>, Linear<64, 10>>;
 
 // One Adam step of Wide under a policy, then the rank's memory report.
-inline MemoryReport memory_after_one_step(ProcessGroup& pg, Policy p) {
-  Wide model(Init(Target::Cpu, init_spec(3)));
-  Context ctx = Context::for_target(Target::Cpu);
+inline MemoryReport memory_after_one_step(ProcessGroup& pg, Policy p,
+                                         Target target = Target::Cpu) {
+  Wide model(Init(target, init_spec(3)));
+  Context ctx = Context::for_target(target);
   ShardingPolicy policy(p, walk_units(model), pg, ctx);
   policy.broadcast_initial_parameters();
   Optimizer opt(adam());
-  Tensor x = Tensor::from_host({4, 784}, testing::random_values(4 * 784, 5));
-  Tensor labels = Tensor::from_host_ids({4}, std::vector<std::int32_t>{1, 2, 3, 4});
+  Tensor x = Tensor::from_host({4, 784}, testing::random_values(4 * 784, 5), target);
+  Tensor labels = Tensor::from_host_ids({4}, std::vector<std::int32_t>{1, 2, 3, 4}, target);
   CrossEntropyLoss loss;
   const Tensor& logits = forward_units(model, ctx, x, policy);
   loss.forward_backward(ctx, logits, labels, 0.25f);

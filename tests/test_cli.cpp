@@ -49,7 +49,8 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
                         "--log-format", "--log-every", "--config", "--data-dir", "--limit-train",
                         "--policy TEXT:{ddp,zero1,zero2,zero3}=ddp", "--sim-ranks", "--bucket-mb",
                         "--watchdog-timeout", "--report-memory", "--checkpoint-dir",
-                        "--checkpoint-every", "--keep-last INT:NONNEGATIVE=3", "--resume"}) {
+                        "--checkpoint-every", "--keep-last INT:NONNEGATIVE=3", "--resume",
+                        "--device TEXT:{cpu,cuda}=cpu", "--allow-tf32"}) {
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
   }
   const Output top = noeira(dir, "--help");
@@ -271,6 +272,44 @@ TEST(CliDistributed, BadDistributedOptionsAreOneLineErrors) {
   expect_one_error_line(noeira(dir, "train --policy zero4"), "zero4");
   expect_one_error_line(noeira(dir, "train --sim-ranks -1"), "sim-ranks");
   expect_one_error_line(noeira(dir, "train --watchdog-timeout 0"), "watchdog-timeout");
+}
+
+TEST(CliGpu, DeviceErrorsAreOneLineAndComeBeforeTheData) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  // The data directory does not exist: the device is checked first.
+  const std::string nowhere = " --data-dir " + (dir / "nowhere").string();
+  expect_one_error_line(noeira(dir, "train --device tpu" + nowhere), "tpu");
+  expect_one_error_line(noeira(dir, "train --allow-tf32" + nowhere), "--allow-tf32");
+  if (cuda_available()) GTEST_SKIP() << "a GPU is present: --device cuda is no error here";
+  const Output o = noeira(dir, "train --device cuda" + nowhere);
+  expect_one_error_line(o, "--device cuda");
+  EXPECT_EQ(o.code, 1);
+  expect_one_error_line(noeira(dir, "eval --device cuda --params x.h5" + nowhere), "--device cuda");
+}
+
+TEST(CliGpu, TrainsOnTheGpuLikeOnTheCpu) {
+  REQUIRE_BINARY();
+  REQUIRE_FASHION_MNIST();
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the GPU run cannot start";
+  TempDir dir;
+  const Output cpu = noeira(dir, kSmallRun + "--out " + (dir / "cpu").string());
+  ASSERT_EQ(cpu.code, 0) << cpu.err;
+  const Output gpu = noeira(dir, kSmallRun + "--device cuda --out " + (dir / "gpu").string());
+  ASSERT_EQ(gpu.code, 0) << gpu.err;
+  EXPECT_NE(gpu.out.find("device cuda"), std::string::npos) << gpu.out;
+  EXPECT_NEAR(last_accuracy(dir / "gpu" / "metrics.jsonl"),
+              last_accuracy(dir / "cpu" / "metrics.jsonl"), 0.01);
+  // Simulated ranks on the one GPU under ZeRO-3, and eval of its parameters on the GPU.
+  const Output sim = noeira(dir, kSmallRun + "--device cuda --sim-ranks 3 --policy zero3 --out " +
+                                     (dir / "sim").string());
+  ASSERT_EQ(sim.code, 0) << sim.err;
+  EXPECT_NE(sim.out.find("3 ranks (simulated), device cuda"), std::string::npos) << sim.out;
+  const double sim_accuracy = last_accuracy(dir / "sim" / "metrics.jsonl");
+  EXPECT_NEAR(sim_accuracy, last_accuracy(dir / "gpu" / "metrics.jsonl"), 0.01);
+  const Output eval = noeira(dir, "eval --device cuda --params " +
+                                      (dir / "sim" / "model.h5").string());
+  ASSERT_EQ(eval.code, 0) << eval.err;
 }
 
 // Checkpoints: 2 epochs of 20 steps (1000 samples, batch 50), one thread per rank.

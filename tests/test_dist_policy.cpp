@@ -25,9 +25,10 @@ struct RunResult {
 
 RunResult train_distributed(const RunOptions& o) {
   std::vector<RankResult> ranks(static_cast<std::size_t>(o.ranks));
-  run_simulated(o.ranks, [&](ProcessGroup& pg) {
-    ranks[static_cast<std::size_t>(pg.rank())] = train_rank(pg, o);
-  });
+  run_simulated(
+      o.ranks,
+      [&](ProcessGroup& pg) { ranks[static_cast<std::size_t>(pg.rank())] = train_rank(pg, o); },
+      {}, o.target);
   RunResult result;
   for (const RankResult& r : ranks) {
     result.params.push_back(r.params);
@@ -168,6 +169,95 @@ TEST(DistPolicy, RefusesWhatCannotRun) {
     ctx.grad_mode = GradMode::Accumulate;
     EXPECT_THROW(ShardingPolicy(Policy::Zero2, walk_units(model), pg, ctx), Error);
   });
+}
+
+TEST(DistPolicy, RefusesAModelOnAnotherTargetThanTheGroup) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: nothing to put on another target";
+  run_simulated(1, [](ProcessGroup& pg) {
+    Net model(Init(Target::Cuda, init_spec(1)));
+    const Context ctx = Context::for_target(Target::Cuda);
+    EXPECT_THROW(ShardingPolicy(Policy::Ddp, walk_units(model), pg, ctx), InputError);
+  });
+}
+
+// --- the same contracts with the simulated world on one GPU ------------------------------------
+
+RunOptions on_gpu(RunOptions o) {
+  o.target = Target::Cuda;
+  return o;
+}
+
+#define NOEIRA_SKIP_WITHOUT_GPU() \
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the simulated world on the GPU cannot run"
+
+TEST(CudaSimPolicy, SplitBatchMatchesOneRankAndTheCpu) {
+  NOEIRA_SKIP_WITHOUT_GPU();
+  std::vector<double> ref_losses;
+  const std::vector<float> ref = train_single(&ref_losses, Target::Cuda);
+  std::vector<double> cpu_losses;
+  const std::vector<float> cpu_ref = train_single(&cpu_losses);
+  const double tol = 1e-4 * max_abs(ref) + 1e-6;
+  for (std::size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(ref[i], cpu_ref[i], tol) << i;
+  for (Policy p : kPolicies) {
+    for (int n = 1; n <= 4; ++n) {
+      SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " GPU ranks");
+      const RunResult gpu = train_distributed(on_gpu({p, n}));
+      const RunResult cpu = train_distributed({p, n});
+      ASSERT_EQ(gpu.params[0].size(), ref.size());
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        ASSERT_NEAR(gpu.params[0][i], ref[i], tol) << i;
+        ASSERT_NEAR(gpu.params[0][i], cpu.params[0][i], tol) << i;
+      }
+      EXPECT_LT(gpu.losses.back(), gpu.losses.front());
+      for (int r = 1; r < n; ++r) EXPECT_EQ(gpu.params[static_cast<std::size_t>(r)], gpu.params[0]);
+    }
+  }
+}
+
+TEST(CudaSimPolicy, ZeroStagesBitIdenticalToDdp) {
+  NOEIRA_SKIP_WITHOUT_GPU();
+  for (int n = 2; n <= 4; ++n) {
+    const RunResult ddp = train_distributed(on_gpu({Policy::Ddp, n}));
+    for (Policy p : {Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
+      SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " GPU ranks");
+      const RunResult zero = train_distributed(on_gpu({p, n}));
+      for (int r = 0; r < n; ++r) {
+        EXPECT_EQ(zero.params[static_cast<std::size_t>(r)], ddp.params[static_cast<std::size_t>(r)]);
+      }
+    }
+  }
+}
+
+TEST(CudaSimPolicy, ClippingBroadcastAndMemoryAsOnTheCpu) {
+  NOEIRA_SKIP_WITHOUT_GPU();
+  const RunResult ddp = train_distributed(on_gpu({Policy::Ddp, 3, 0.05}));
+  for (Policy p : {Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
+    SCOPED_TRACE(to_string(p));
+    const RunResult zero = train_distributed(on_gpu({p, 3, 0.05}));
+    ASSERT_EQ(zero.norms.size(), ddp.norms.size());
+    for (std::size_t s = 0; s < ddp.norms.size(); ++s) {
+      EXPECT_GT(ddp.norms[s], 0.05);
+      EXPECT_NEAR(zero.norms[s], ddp.norms[s], 1e-6 * ddp.norms[s]);
+    }
+    RunOptions o = on_gpu({p, 3});
+    o.rank_seeds = true;
+    const RunResult run = train_distributed(o);
+    EXPECT_NE(run.before_broadcast[0], run.before_broadcast[1]);
+    EXPECT_EQ(run.params[2], run.params[0]);
+    EXPECT_EQ(run.params[0], train_distributed(on_gpu({p, 3})).params[0]);
+  }
+  // Bytes per rank against the formula, from the policy's own device buffers.
+  for (Policy p : kPolicies) {
+    run_simulated(
+        2,
+        [&](ProcessGroup& pg) {
+          const MemoryReport m = memory_after_one_step(pg, p, Target::Cuda);
+          EXPECT_TRUE(within_five_percent(static_cast<double>(m.total_bytes()),
+                                          m.formula_total_bytes()))
+              << m.to_string();
+        },
+        {}, Target::Cuda);
+  }
 }
 
 TEST(DistPolicy, WalkUnitsFollowSequentialChildren) {

@@ -162,14 +162,16 @@ struct RunResult {
   std::vector<nlohmann::json> records;
 };
 
-// One in-process training run of the mlp preset; records are the metrics file's lines.
+// One in-process training run of the mlp preset on `target`; records are the metrics file's
+// lines.
 RunResult run_mlp(const TrainConfig& cfg, const Dataset& train_data, const Dataset& test_data,
-                  const std::filesystem::path& metrics_file) {
-  const ResidentData train_set = make_resident(train_data, Target::Cpu);
-  const ResidentData test_set = make_resident(test_data, Target::Cpu);
-  Context ctx = Context::for_target(Target::Cpu);
+                  const std::filesystem::path& metrics_file, Target target = Target::Cpu,
+                  const std::filesystem::path& resume = {}) {
+  const ResidentData train_set = make_resident(train_data, target);
+  const ResidentData test_set = make_resident(test_data, target);
+  Context ctx = Context::for_target(target);
   ctx.seed = cfg.seed;
-  presets::Mlp model(Init(Target::Cpu, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, cfg.seed}));
+  presets::Mlp model(Init(target, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, cfg.seed}));
   std::ostringstream out, notes;
   Progress progress(out, notes, LogFormat::Human, /*terminal=*/false);
   RunResult result;
@@ -179,8 +181,9 @@ RunResult run_mlp(const TrainConfig& cfg, const Dataset& train_data, const Datas
     dist::run_simulated(1, [&](dist::ProcessGroup& group) {
       dist::ShardingPolicy policy(dist::Policy::Ddp, dist::walk_units(model), group, ctx);
       policy.broadcast_initial_parameters();
-      result.summary = train(model, ctx, cfg, train_set, test_set, progress, &metrics, policy);
-    });
+      result.summary =
+          train(model, ctx, cfg, train_set, test_set, progress, &metrics, policy, resume);
+    }, {}, target);
   }
   std::ifstream in(metrics_file);
   for (std::string line; std::getline(in, line);) result.records.push_back(nlohmann::json::parse(line));
@@ -240,6 +243,66 @@ TEST(Trainer, SameSeedGivesTheSameMetricsAndAnotherSeedDoesNot) {
   cfg.seed = 4;
   const RunResult c = run_mlp(cfg, train_set, test_set, dir / "c.jsonl");
   EXPECT_NE(without_timing(a.records.back()).dump(), without_timing(c.records.back()).dump());
+}
+
+// The same trainer on the GPU (a simulated world of one on the device): every GPU test skips
+// with the reason where no GPU is present.
+std::string no_gpu_reason() {
+#ifdef NOEIRA_HAVE_CUDA
+  return "no CUDA device: the CUDA runtime finds no GPU on this machine";
+#else
+  return "no CUDA device: this build has no CUDA kernels (NOEIRA_CUDA=OFF)";
+#endif
+}
+
+TEST(CudaTraining, MatchesTheCpuRunWithinFp32Tolerance) {
+  if (!cuda_available()) GTEST_SKIP() << no_gpu_reason();
+  TempDir dir;
+  const Dataset train_set = blobs(1000, 1);
+  const Dataset test_set = blobs(300, 2);
+  const RunResult cpu = run_mlp(short_config(), train_set, test_set, dir / "cpu.jsonl");
+  const RunResult gpu =
+      run_mlp(short_config(), train_set, test_set, dir / "gpu.jsonl", Target::Cuda);
+  ASSERT_EQ(gpu.records.size(), cpu.records.size());
+  for (std::size_t i = 0; i < cpu.records.size(); ++i) {
+    SCOPED_TRACE(cpu.records[i].dump());
+    EXPECT_EQ(gpu.records[i]["type"], cpu.records[i]["type"]);
+    EXPECT_EQ(gpu.records[i]["step"], cpu.records[i]["step"]);
+    // Different summation orders in the GEMMs and reductions, compounded over 40 Adam steps.
+    const char* loss_field = cpu.records[i]["type"] == "step" ? "loss" : "train_loss";
+    const double want = cpu.records[i][loss_field];
+    EXPECT_NEAR(gpu.records[i][loss_field].get<double>(), want, 2e-3 * want + 1e-5);
+  }
+  EXPECT_NEAR(gpu.summary.last.test_accuracy, cpu.summary.last.test_accuracy, 0.01);
+  EXPECT_GT(gpu.summary.last.test_accuracy, 0.9);
+}
+
+TEST(CudaTraining, IsBitReproducibleAndResumesExactly) {
+  if (!cuda_available()) GTEST_SKIP() << no_gpu_reason();
+  TempDir dir;
+  const Dataset train_set = blobs(500, 1);
+  const Dataset test_set = blobs(100, 2);
+  TrainConfig cfg = short_config();
+  cfg.grad_clip = 1.0;
+  cfg.schedule = "constant";  // the first epoch of a 1-epoch run is then the 2-epoch run's
+  const RunResult a = run_mlp(cfg, train_set, test_set, dir / "a.jsonl", Target::Cuda);
+  const RunResult b = run_mlp(cfg, train_set, test_set, dir / "b.jsonl", Target::Cuda);
+  ASSERT_EQ(a.records.size(), b.records.size());
+  for (std::size_t i = 0; i < a.records.size(); ++i) {
+    EXPECT_EQ(without_timing(a.records[i]).dump(), without_timing(b.records[i]).dump()) << i;
+  }
+  // Stop after the first epoch with a checkpoint (staged through the host), then resume on the
+  // GPU: the second epoch's record is the uninterrupted run's, bit for bit.
+  TrainConfig first = cfg;
+  first.epochs = 1;
+  first.checkpoint_dir = (dir / "ckpt").string();
+  const RunResult stopped = run_mlp(first, train_set, test_set, dir / "c.jsonl", Target::Cuda);
+  ASSERT_FALSE(stopped.summary.checkpoint.empty());
+  const RunResult resumed = run_mlp(cfg, train_set, test_set, dir / "d.jsonl", Target::Cuda,
+                                    stopped.summary.checkpoint);
+  ASSERT_FALSE(resumed.records.empty());
+  EXPECT_EQ(without_timing(resumed.records.back()).dump(),
+            without_timing(a.records.back()).dump());
 }
 
 TEST(ParamsFile, RoundTripsAndRejectsAnotherModel) {

@@ -284,6 +284,7 @@ EvalResult run_eval(const TrainConfig& cfg) {
     throw InputError(detail::concat("--eval-batch must be positive, got ", cfg.eval_batch));
   }
   const DatasetKind kind = parse_dataset_kind(cfg.data);
+  const Target target = run_target(cfg);
   std::optional<io::CheckpointReader> ckpt;
   if (from_checkpoint) ckpt.emplace(io::CheckpointReader::open(cfg.eval_checkpoint));
   auto checkpoint_model = [&] {
@@ -298,7 +299,6 @@ EvalResult run_eval(const TrainConfig& cfg) {
       from_checkpoint ? checkpoint_model() : io::read_params_model(cfg.params);
   const std::string model_name = cfg.model.empty() ? stored : cfg.model;
   return with_preset(model_name, [&]<class M>(std::type_identity<M>) {
-    const Target target = run_target(cfg);
     const ResidentData test_set = make_resident(
         load_dataset(kind, data_dir_of(cfg, kind), Split::Test, cfg.limit_test), target);
     check_features<M>(test_set, model_name);
