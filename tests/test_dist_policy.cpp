@@ -171,7 +171,7 @@ TEST(DistPolicy, RefusesWhatCannotRun) {
   });
 }
 
-TEST(DistPolicy, RefusesAModelOnAnotherTargetThanTheGroup) {
+TEST(CudaSimPolicy, RefusesAModelOnAnotherTargetThanTheGroup) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: nothing to put on another target";
   run_simulated(1, [](ProcessGroup& pg) {
     Net model(Init(Target::Cuda, init_spec(1)));
