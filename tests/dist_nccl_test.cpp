@@ -20,11 +20,13 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "dist_checks.hpp"
+#include "dist_training.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
 #include "kernels/error.hpp"
@@ -328,6 +330,46 @@ TEST_F(DistNccl, FunnelTallyCountsElementsPerRank) {
 
 // Runs where the others cannot: a rank without a GPU must fail setup with a message naming it,
 // and (at several ranks) so must its peers, instead of waiting in NCCL for it.
+// True on every rank when `values` is the same on every rank (bit for bit).
+bool same_on_every_rank(const std::vector<float>& values) {
+  std::vector<float> low(values.size()), high(values.size());
+  const int n = static_cast<int>(values.size());
+  MPI_Allreduce(values.data(), low.data(), n, MPI_FLOAT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(values.data(), high.data(), n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  // Every rank enters the last collective, whatever its own verdict.
+  return total_over_ranks(low == values && high == values ? 0 : 1) == 0;
+}
+
+// The distributed contracts (tests/test_dist_policy.cpp) with the model on the GPUs and NCCL
+// between the ranks: every policy trains the one-rank model, the replicas agree bit for bit,
+// and at 2 ranks (where any reduction order adds the same two numbers) ZeRO-1/2/3 equal DDP bit
+// for bit, as the simulated world on one GPU does.
+TEST_F(DistNccl, PolicyContractsOnTheGpus) {
+  using namespace harness;
+  std::vector<double> ref_losses;
+  const std::vector<float> ref = train_single(&ref_losses, Target::Cuda);
+  const double tol = 1e-4 * max_abs(ref) + 1e-6;
+  std::vector<float> ddp;
+  for (Policy p : {Policy::Ddp, Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
+    SCOPED_TRACE(to_string(p));
+    RunOptions o{p, pg().size()};
+    o.target = Target::Cuda;
+    o.rank_seeds = true;  // the initial broadcast must make the replicas rank 0's
+    const RankResult r = train_rank(pg(), o);
+    ASSERT_EQ(r.params.size(), ref.size());
+    std::int64_t off = 0;
+    for (std::size_t i = 0; i < ref.size(); ++i) off += std::fabs(r.params[i] - ref[i]) > tol;
+    EXPECT_EQ(total_over_ranks(off), 0) << "parameters off the one-rank run on rank " << pg().rank();
+    EXPECT_LT(r.losses.back(), r.losses.front());
+    EXPECT_TRUE(same_on_every_rank(r.params));
+    if (p == Policy::Ddp) {
+      ddp = r.params;
+    } else if (pg().size() <= 2) {
+      EXPECT_EQ(r.params, ddp);
+    }
+  }
+}
+
 TEST(DistNcclSetup, RefusedWithoutGpuWithAClearMessage) {
   if (visible_cuda_devices() > 0) GTEST_SKIP() << "a GPU is present: the refusal cannot happen";
   try {
