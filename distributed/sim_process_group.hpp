@@ -7,11 +7,12 @@
 // memory of the calling threads' current device (NCCL refuses several ranks on one GPU, so the
 // world moves the data itself), and the reductions run through the target's kernels (copy, then
 // accumulate rank by rank): the same fp32 additions in the same order, so a simulated run on the
-// GPU reduces to the same bits as on the CPU. Every rank and the world enqueue on the device's
-// legacy default stream (Context's stream nullptr): the ranks' kernels and the collectives run in
-// the order they were enqueued, which is what makes a collective see every rank's finished
-// gradients without events; the price is that simulated ranks do not overlap on the device,
-// which a debugging mode can afford.
+// GPU reduces to the same bits as on the CPU. Streams: each rank computes on a blocking stream of
+// its own (distributed/rank_stream.hpp), so the ranks' kernels overlap; the world enqueues its
+// copies and additions on the legacy default stream, which CUDA runs after the earlier work of
+// every blocking stream and before their later work. A collective thus reads every rank's
+// finished inputs and every rank's next kernels read its outputs, with no event to manage. A
+// rank may call the world from a thread whose stream is the default one (nullptr) too.
 #include <functional>
 
 #include "distributed/process_group.hpp"

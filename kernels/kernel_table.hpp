@@ -31,6 +31,11 @@ struct KernelTable {
   void (*download)(Stream, void* host_dst, const void* src, std::size_t bytes);
   void (*copy)(Stream, void* dst, const void* src, std::size_t bytes);
   void (*synchronize)(Stream);
+  // A stream of the caller's own, ordered with the target's default stream both ways (a CUDA
+  // stream created blocking): work on the default stream waits for the stream's earlier work and
+  // its later work waits for the default stream's. Null on the CPU.
+  Stream (*create_stream)();
+  void (*destroy_stream)(Stream);
   // dst row r = table row index[r], rows of row_words 4-byte words (floats or int32 alike): the
   // embedding lookup and the batch gather from a resident data set. Indices were checked by the
   // caller.

@@ -7,6 +7,7 @@
 
 #include "distributed/host_collectives.hpp"
 #include "distributed/policy.hpp"
+#include "distributed/rank_stream.hpp"
 #include "distributed/units.hpp"
 #include "gradcheck.hpp"
 #include "loss/cross_entropy.hpp"
@@ -105,9 +106,10 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
   const Data data;
   RankResult result;
   const auto r = static_cast<std::uint64_t>(pg.rank());
+  const RankStream stream(pg, o.target);  // as the trainer's ranks: destroyed last
   Net model(Init(o.target, init_spec(o.rank_seeds ? 7 + 1000 * r : 7)));
   result.before_broadcast = walk_values(model);
-  Context ctx = Context::for_target(o.target);
+  Context ctx = Context::for_target(o.target, stream.get());
   ShardingPolicy policy(o.policy, walk_units(model), pg, ctx, PolicyOptions{o.bucket_elements, 32});
   policy.broadcast_initial_parameters();
   Optimizer opt(adam());

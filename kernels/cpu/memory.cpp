@@ -37,6 +37,9 @@ void download(Stream s, void* host_dst, const void* src, std::size_t bytes) {
 
 void synchronize(Stream) {}
 
+Stream create_stream() { return nullptr; }
+void destroy_stream(Stream) {}
+
 void gather_rows(Stream, void* dst, const std::int32_t* index, const void* table,
                  std::int64_t rows, std::int64_t row_words) {
   const std::size_t row_bytes = static_cast<std::size_t>(row_words) * 4;

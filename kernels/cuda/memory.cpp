@@ -52,4 +52,21 @@ void copy_bytes(Stream stream, void* dst, const void* src, std::size_t bytes) {
 
 void synchronize(Stream stream) { CUDA_CHECK(cudaStreamSynchronize(as_cuda(stream))); }
 
+// cudaStreamCreate (not ...WithFlags(cudaStreamNonBlocking)): a blocking stream keeps the legacy
+// default stream's implicit ordering, which the simulated world relies on.
+Stream create_stream() {
+  cudaStream_t s = nullptr;
+  CUDA_CHECK(cudaStreamCreate(&s));
+  return s;
+}
+
+void destroy_stream(Stream stream) {
+  if (stream == nullptr) return;
+  // Called from destructors: report, never throw.
+  const cudaError_t status = cudaStreamDestroy(as_cuda(stream));
+  if (status != cudaSuccess && status != cudaErrorCudartUnloading) {
+    std::fprintf(stderr, "noeira: cudaStreamDestroy failed: %s\n", cudaGetErrorString(status));
+  }
+}
+
 }  // namespace noeira::cuda

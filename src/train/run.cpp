@@ -14,6 +14,7 @@
 
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
+#include "distributed/rank_stream.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "io/params_file.hpp"
@@ -92,8 +93,9 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
                         const ResidentData& train_set, const ResidentData& test_set,
                         Progress* progress, RunFiles* files) {
   // The group's buffers decide where this rank computes (the NCCL group and a simulated world on
-  // the GPU: cuda).
-  Context ctx = Context::for_target(group.buffer_target());
+  // the GPU: cuda), and the group decides on which stream.
+  const dist::RankStream stream(group, group.buffer_target());
+  Context ctx = Context::for_target(group.buffer_target(), stream.get());
   ctx.seed = cfg.seed;
   M model(model_init(cfg, ctx.target));
   dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group, ctx,
