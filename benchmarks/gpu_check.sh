@@ -1,19 +1,40 @@
 #!/usr/bin/env bash
 # The GPU check, run on a machine with an NVIDIA GPU (H100/H200): builds noeira with CUDA for the
-# GPU's own architecture and runs the CUDA-vs-CPU tests (tests/test_cuda_vs_cpu.cpp). Exits
-# non-zero when a test fails, or when the tests skip: on a GPU machine a skip means the runtime
-# saw no device, which is a failure here, not a pass. A few minutes on 16 cores.
+# GPU's own architecture, then
+#   1. runs every GPU test of the gtest binary (filter '*Cuda*': CudaVsCpu, CudaModule,
+#      CudaTraining, CudaSim...), failing when one skips: on a GPU machine a skip means the
+#      runtime saw no device, which is a failure here, not a pass;
+#   2. runs the training throughput benchmark (benchmarks/bench_gpu_throughput.cpp: the `mlp`
+#      preset at batch 100 and a 4096-wide MLP at batch 1024; samples/s, TFLOP/s and % of the
+#      GPU's peak), with TF32 off and then on;
+#   3. trains the mlp preset on Fashion-MNIST for one epoch on the GPU, on one rank and on two
+#      simulated ranks under ZeRO-3, and reads samples/s and test accuracy from the output;
+#   4. runs the NCCL process group's tests (benchmarks/nccl_check.sh, same build dir);
+# and prints a summary block of the figures. Every step runs even when an earlier one failed (a
+# GPU hour is scarce: one run gives every figure); the exit status is non-zero when any failed.
+# Budget: 8 minutes on a 16-core H100/H200 machine, most of it the build.
 #
 #   bash benchmarks/gpu_check.sh            # build dir build-gpu (override with BUILD_DIR=...)
+#   DATA_DIR=/path/to/fashion-mnist bash benchmarks/gpu_check.sh   # where Debian's is missing
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Libraries the GPU machine may lack (MPI, HDF5, OpenBLAS, gtest, ...): benchmarks/gpu_deps.sh
+# provides them and writes this file (PATH, NOEIRA_CMAKE_ARGS, DATA_DIR, ...).
+# shellcheck disable=SC1091
+if [ -f .gpu-deps/env.sh ]; then . .gpu-deps/env.sh; fi
 build=${BUILD_DIR:-build-gpu}
+budget_s=480
+started=$SECONDS
+failures=()
+fail() { echo "gpu_check: $*" >&2; failures+=("$*"); }
 
 if ! command -v nvidia-smi >/dev/null; then
   echo "gpu_check: nvidia-smi not found: no NVIDIA driver on this machine" >&2
   exit 2
 fi
-nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader \
+      | head -n 1)
+echo "gpu_check: $gpu"
 # "9.0" -> "90"; the first GPU decides (the check runs on one).
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')
 if [[ ! "$arch" =~ ^[0-9]+$ ]]; then
@@ -21,26 +42,159 @@ if [[ ! "$arch" =~ ^[0-9]+$ ]]; then
   arch=90
 fi
 
-nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON \
-      -DNOEIRA_BENCHMARKS=OFF -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch"
-cmake --build "$build" --target noeira_tests -j "$(nproc)"
+# The trainings need Fashion-MNIST: DATA_DIR, else Debian's dataset-fashion-mnist. Checked now so
+# that a missing data set is said before the build, not after it.
+data_flags=()
+data_dir=/usr/share/datasets/fashion-mnist
+if [ -n "${DATA_DIR:-}" ]; then
+  data_dir=$DATA_DIR
+  data_flags=(--data-dir "$DATA_DIR")
+fi
+have_data=0
+if compgen -G "$data_dir/train-images-idx3-ubyte*" >/dev/null; then have_data=1; fi
+if [ "$have_data" -eq 0 ]; then
+  echo "gpu_check: no Fashion-MNIST in $data_dir (set DATA_DIR): the trainings will not run" >&2
+fi
 
+# --- build: only what the check runs -------------------------------------------------------------
+nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+build_start=$SECONDS
+# gpu_deps.sh's hints (one string, split on white space) point CMake at the unpacked libraries.
+read -r -a deps_args <<<"${NOEIRA_CMAKE_ARGS:-}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON \
+      -DNOEIRA_BENCHMARKS=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+      ${deps_args[@]+"${deps_args[@]}"}
+cmake --build "$build" -j "$(nproc)" \
+      --target noeira_tests noeira bench_gpu_throughput dist_nccl_test
+build_s=$((SECONDS - build_start))
+
+# --- 1. the GPU tests ----------------------------------------------------------------------------
+# The gtest binary directly (ctest -R would start one process per test). Every GPU test has Cuda
+# in its suite name; the list shows what the filter caught. A test that can only run without a
+# GPU (a refusal of --device cuda) skips here saying "a GPU is present": that skip is expected;
+# any other skip is a failure, and "no CUDA device" ends the check (nothing else can run).
+filter='*Cuda*'
+listed=$("$build/tests/noeira_tests" --gtest_list_tests --gtest_filter="$filter")
+test_count=$(grep -c '^  ' <<<"$listed" || true)
+suites=$(grep -E '^[^ ].*\.$' <<<"$listed" | tr -d '.' | tr '\n' ' ' || true)
+echo "gpu_check: $test_count GPU tests in suites: $suites"
+if [ "$test_count" -eq 0 ]; then
+  echo "gpu_check: the filter '$filter' matches no test" >&2
+  exit 1
+fi
+# CliCuda's GPU run reads Fashion-MNIST from here.
+if [ -n "${DATA_DIR:-}" ]; then export NOEIRA_FASHION_MNIST_DIR=$DATA_DIR; fi
 log="$build/gpu_check.log"
 status=0
-# The gtest binary directly (ctest -R Cuda would start one process per test).
-"$build/tests/noeira_tests" --gtest_filter='CudaVsCpu.*:CudaModule.*' --gtest_color=no \
-  2>&1 | tee "$log" || status=$?
-if grep -q '^\[  SKIPPED \]' "$log"; then
-  echo "gpu_check: CUDA tests were skipped: the CUDA runtime found no usable GPU" >&2
-  exit 3
+"$build/tests/noeira_tests" --gtest_filter="$filter" --gtest_color=no 2>&1 | tee "$log" \
+  || status=$?
+# "<name>: <reason>" of every skipped test: gtest prints "file:line: Skipped", then the reason,
+# then "[  SKIPPED ] Suite.Name (N ms)".
+skips=$(awk '/^\[ RUN      \]/ { reason = "" }
+             /: Skipped$/ { getline reason }
+             /^\[  SKIPPED \] .* \([0-9]+ ms\)$/ { print $4 ": " reason }' "$log")
+expected_skips=$(grep -c ': a GPU is present' <<<"$skips" || true)
+unexpected=$(grep -v ': a GPU is present' <<<"$skips" || true)
+if [ -n "$unexpected" ]; then
+  echo "gpu_check: GPU tests skipped (on a GPU machine a skip is a failure):" >&2
+  while IFS= read -r line; do echo "  $line"; done <<<"$unexpected" >&2
+  if grep -q 'no CUDA device' <<<"$unexpected"; then
+    echo "gpu_check: the CUDA runtime found no usable GPU" >&2
+    exit 3
+  fi
+  fail "$(grep -c . <<<"$unexpected") GPU tests skipped; log in $log"
 fi
-if ! grep -q '^\[  PASSED  \] [1-9]' "$log"; then
-  echo "gpu_check: no CUDA test passed" >&2
-  [ "$status" -ne 0 ] || status=1
+tests_passed=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+if [ -z "$tests_passed" ] || [ "$tests_passed" -eq 0 ]; then
+  fail "no GPU test passed"
+elif [ "$status" -ne 0 ]; then
+  fail "GPU tests FAILED (exit $status); log in $log"
 fi
+tests_summary="${tests_passed:-0} of $test_count passed, $expected_skips skipped as expected"
 if [ "$status" -ne 0 ]; then
-  echo "gpu_check: FAILED (exit $status); log in $log" >&2
-  exit "$status"
+  tests_summary+=", FAILED: $(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_/]*\.[A-Za-z0-9_/]*\).*/\1/p' \
+                             "$log" | sort -u | tr '\n' ' ')"
 fi
-echo "gpu_check: all CUDA tests passed on sm_$arch"
+
+# --- 2. the throughput benchmark -----------------------------------------------------------------
+bench() {  # bench <label> [flags...]: runs it, keeps its output in $build/bench_<label>.log
+  local label=$1 out="$build/bench_$1.log" status=0
+  shift
+  "$build/benchmarks/bench_gpu_throughput" --device cuda "$@" 2>&1 | tee "$out" || status=$?
+  if grep -q '^bench_gpu_throughput: skipped' "$out"; then
+    fail "benchmark ($label) skipped: no usable GPU"
+  elif [ "$status" -ne 0 ]; then
+    fail "benchmark ($label) FAILED (exit $status)"
+  fi
+}
+bench fp32
+bench tf32 --allow-tf32
+
+# --- 3. end-to-end trainings on Fashion-MNIST ---------------------------------------------------
+declare -A train_summary
+train() {  # train <label> [flags...]: one epoch of the mlp preset on the GPU
+  local label=$1 out="$build/train_$1.log" status=0 line
+  shift
+  if [ "$have_data" -eq 0 ]; then
+    fail "training ($label) not run: no Fashion-MNIST in $data_dir (set DATA_DIR)"
+    train_summary[$label]="not run (no data)"
+    return
+  fi
+  rm -rf "$build/runs/$label"
+  "$build/noeira" train --device cuda --epochs 1 ${data_flags[@]+"${data_flags[@]}"} \
+    --out "$build/runs/$label" "$@" 2>&1 | tee "$out" || status=$?
+  # "epoch 1/1  train loss 0.5  test loss 0.4  test acc 85.12%  123456 samples/s  epoch 0.49s ..."
+  line=$(grep -E '^epoch 1/1 .*test acc' "$out" | tail -n 1 || true)
+  if [ "$status" -ne 0 ] || [ -z "$line" ]; then
+    fail "training ($label) FAILED (exit $status); log in $out"
+    train_summary[$label]="FAILED"
+    return
+  fi
+  local acc rate
+  acc=$(sed -E 's/.*test acc ([0-9.]+)%.*/\1/' <<<"$line")
+  rate=$(sed -E 's/.* ([0-9.]+) samples\/s.*/\1/' <<<"$line")
+  train_summary[$label]="$rate samples/s, test accuracy $acc%"
+  # One epoch of this MLP reaches about 85% (CPU reference); far below means it did not learn.
+  if ! awk -v a="$acc" 'BEGIN { exit !(a >= 80) }'; then
+    fail "training ($label): test accuracy $acc% after one epoch, expected >= 80%"
+  fi
+}
+train 1-rank
+train zero3-2-sim --sim-ranks 2 --policy zero3
+
+# --- 4. the NCCL process group -------------------------------------------------------------------
+nccl_status=0
+BUILD_DIR="$build" bash benchmarks/nccl_check.sh || nccl_status=$?
+if [ "$nccl_status" -ne 0 ]; then fail "NCCL check FAILED (exit $nccl_status)"; fi
+
+# --- summary -------------------------------------------------------------------------------------
+total_s=$((SECONDS - started))
+bench_lines() {  # the per-model figures of one benchmark log, indented
+  if [ -f "$1" ]; then grep -A2 -E '^mlp' "$1" | sed 's/^/    /'; fi
+}
+echo
+echo "===================================== gpu_check summary ====================================="
+echo "GPU:          $gpu (sm_$arch)"
+echo "build:        ${build_s} s ($(nproc) cores)"
+echo "GPU tests:    $tests_summary (suites: $suites)"
+echo "benchmark, TF32 off:"
+bench_lines "$build/bench_fp32.log"
+echo "benchmark, TF32 on:"
+bench_lines "$build/bench_tf32.log"
+if [ -f "$build/bench_tf32.log" ]; then
+  grep -E '^  (FP32|TF32 tensor) peak' "$build/bench_tf32.log" | sed 's/^ */    /' || true
+fi
+echo "train mlp, Fashion-MNIST, 1 epoch, 1 rank:           ${train_summary[1-rank]}"
+echo "train mlp, Fashion-MNIST, 1 epoch, 2 sim ranks zero3: ${train_summary[zero3-2-sim]}"
+echo "NCCL tests:   $([ "$nccl_status" -eq 0 ] && echo passed || echo "FAILED (exit $nccl_status)")"
+if [ "$total_s" -gt "$budget_s" ]; then
+  echo "time:         ${total_s} s: OVER the ${budget_s} s budget"
+else
+  echo "time:         ${total_s} s (budget ${budget_s} s)"
+fi
+if [ "${#failures[@]}" -gt 0 ]; then
+  echo "result:       FAILED"
+  printf '  - %s\n' "${failures[@]}"
+  exit 1
+fi
+echo "result:       PASSED on sm_$arch"
