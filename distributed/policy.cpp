@@ -338,16 +338,31 @@ void ShardingPolicy::step(Optimizer& optimizer, float lr) {
   init_full_ = Tensor();
 
   optimizer.begin_step();
+  // One fused update per run of pieces that share their decay (all of a unit's pieces when there
+  // is no weight decay), across the alignment padding between them: padding holds zeros in
+  // values, gradients and moments alike, and every optimizer maps (w, g, m, v) = 0 to 0. On a
+  // GPU this is one launch per unit instead of one per parameter.
+  const bool decay_matters = optimizer.config().weight_decay != 0.0f;
   for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
     float* w = owned_params(u);
     float* g = owned_grads(u);
     const std::int64_t base = owned(u).begin;
-    for (const Piece& p : pieces_[u]) {
-      const std::int64_t at = p.flat_begin - base;
+    auto decay_of = [&](const Piece& p) { return decay_[layout_.first_param[u] + p.param]; };
+    auto update = [&](std::int64_t begin, std::int64_t end, Decay decay) {
+      const std::int64_t at = begin - base;
       const std::int64_t s = state_offset(u) + at;
       optimizer.update(*k_, stream_, w + at, m_.defined() ? m_.data() + s : nullptr,
-                       v_.defined() ? v_.data() + s : nullptr, g + at, p.count,
-                       decay_[layout_.first_param[u] + p.param], lr);
+                       v_.defined() ? v_.data() + s : nullptr, g + at, end - begin, decay, lr);
+    };
+    const std::vector<Piece>& pieces = pieces_[u];
+    std::size_t first = 0;
+    for (std::size_t i = 1; i <= pieces.size(); ++i) {
+      if (i < pieces.size() && (!decay_matters || decay_of(pieces[i]) == decay_of(pieces[first]))) {
+        continue;
+      }
+      const Piece& last = pieces[i - 1];
+      update(pieces[first].flat_begin, last.flat_begin + last.count, decay_of(pieces[first]));
+      first = i;
     }
   }
 
