@@ -61,6 +61,20 @@ nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 build_start=$SECONDS
 # gpu_deps.sh's hints (one string, split on white space) point CMake at the unpacked libraries.
 read -r -a deps_args <<<"${NOEIRA_CMAKE_ARGS:-}"
+# NCCL: the CUDA toolkit's when it has one, else the nvidia-nccl wheel PyTorch's images carry
+# (headers and libnccl.so.2 under site-packages/nvidia/nccl).
+cuda_root=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+if [ ! -f "$cuda_root/include/nccl.h" ] && [ ! -f /usr/include/nccl.h ]; then
+  nccl_dir=$(python3 -c 'import importlib.util as u; s = u.find_spec("nvidia.nccl"); print(list(s.submodule_search_locations)[0])' 2>/dev/null || true)
+  nccl_lib=$(compgen -G "$nccl_dir/lib/libnccl.so*" | head -n 1 || true)
+  if [ -n "$nccl_dir" ] && [ -f "$nccl_dir/include/nccl.h" ] && [ -n "$nccl_lib" ]; then
+    echo "gpu_check: NCCL from $nccl_dir"
+    deps_args+=("-DNOEIRA_NCCL_INCLUDE=$nccl_dir/include" "-DNOEIRA_NCCL_LIBRARY=$nccl_lib")
+    export LD_LIBRARY_PATH="$nccl_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  else
+    echo "gpu_check: no nccl.h beside the CUDA toolkit nor an nvidia-nccl wheel; cmake will say" >&2
+  fi
+fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON \
       -DNOEIRA_BENCHMARKS=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
       ${deps_args[@]+"${deps_args[@]}"}
