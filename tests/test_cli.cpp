@@ -428,7 +428,8 @@ TEST(CliCheckpoint, SignalStopsWithACheckpointThatResumesExactly) {
   const std::string script =
       "'" + binary + "' " + base + "--out " + run.string() + " >'" + (dir / "stdout").string() +
       "' 2>'" + (dir / "stderr").string() + "' </dev/null & pid=$!; "
-      "while [ ! -s '" + (run / "metrics.jsonl").string() + "' ]; do sleep 0.02; done; "
+      "while [ ! -s '" + (run / "metrics.jsonl").string() + "' ]; do "
+      "kill -0 $pid 2>/dev/null || break; sleep 0.02; done; "
       "kill -USR1 $pid; wait $pid; exit $?";
   const int status = std::system(script.c_str());  // std::system runs it with sh -c
   ASSERT_TRUE(WIFEXITED(status));
