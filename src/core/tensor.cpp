@@ -140,7 +140,12 @@ void Tensor::zero() {
   kernels_for(target_).fill(nullptr, static_cast<float*>(raw()), 0.0f, numel());
 }
 
-void Tensor::resize(const Shape& shape) {
+void Tensor::resize(const Shape& shape, Target target) {
+  if (target != target_) {  // never reuse the other target's storage
+    storage_.reset();
+    offset_ = 0;
+    target_ = target;
+  }
   if (shape == shape_ && storage_) return;
   const std::size_t need = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype_);
   const std::size_t have =

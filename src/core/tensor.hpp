@@ -68,9 +68,10 @@ class Tensor {
   void copy_from_ids(std::span<const std::int32_t> ids);
   void zero();
 
-  // Gives the tensor this shape, reallocating (zero-filled) only when the storage is too small;
-  // activation buffers follow the run-time batch size this way.
-  void resize(const Shape& shape);
+  // Gives the tensor this shape on `target`, reallocating (zero-filled) only when the storage is
+  // too small or on another target: activation buffers follow the run-time batch size and the
+  // context's target this way (a module's buffers start undefined, before it knows its target).
+  void resize(const Shape& shape, Target target);
 
   // A tensor sharing this one's storage, starting element_offset elements in.
   Tensor view(Shape shape, std::int64_t element_offset = 0) const;

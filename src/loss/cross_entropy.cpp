@@ -11,7 +11,7 @@ constexpr const char* kName = "CrossEntropyLoss";
 double CrossEntropyLoss::forward_backward(Context& ctx, const Tensor& logits,
                                           const Tensor& labels, float grad_scale) {
   loss_checks::matrix(ctx, logits, kName, "logits");
-  grad_.resize(logits.shape());
+  grad_.resize(logits.shape(), ctx.target);
   return run(ctx, logits, labels, grad_.data(), grad_scale);
 }
 
@@ -25,7 +25,7 @@ double CrossEntropyLoss::run(Context& ctx, const Tensor& logits, const Tensor& l
   const std::int64_t rows = logits.dim(0);
   const std::int64_t classes = logits.dim(1);
   loss_checks::labels(ctx, labels, rows, classes, kName);
-  row_loss_.resize({rows});
+  row_loss_.resize({rows}, ctx.target);
   ctx.k->cross_entropy(ctx.stream, row_loss_.data(), grad, logits.data(), labels.ids(), rows,
                        classes, grad_scale);
   // The table's sum has a fixed order: the same total for any thread count.

@@ -11,7 +11,7 @@ constexpr const char* kName = "MSELoss";
 double MSELoss::forward_backward(Context& ctx, const Tensor& pred, const Tensor& target,
                                  float grad_scale) {
   loss_checks::matrix(ctx, pred, kName, "pred");
-  grad_.resize(pred.shape());
+  grad_.resize(pred.shape(), ctx.target);
   return run(ctx, pred, target, grad_.data(), grad_scale);
 }
 
@@ -24,7 +24,7 @@ double MSELoss::run(Context& ctx, const Tensor& pred, const Tensor& target, floa
   loss_checks::same_shape(ctx, pred, target, kName, "pred", "target");
   const std::int64_t rows = pred.dim(0);
   const std::int64_t cols = pred.dim(1);
-  row_loss_.resize({rows});
+  row_loss_.resize({rows}, ctx.target);
   ctx.k->mse(ctx.stream, row_loss_.data(), grad, pred.data(), target.data(), rows, cols,
              grad_scale);
   return ctx.k->sum(ctx.stream, row_loss_.data(), rows);

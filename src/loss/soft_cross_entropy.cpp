@@ -11,7 +11,7 @@ constexpr const char* kName = "SoftCrossEntropyLoss";
 double SoftCrossEntropyLoss::forward_backward(Context& ctx, const Tensor& logits,
                                               const Tensor& targets, float grad_scale) {
   loss_checks::matrix(ctx, logits, kName, "logits");
-  grad_.resize(logits.shape());
+  grad_.resize(logits.shape(), ctx.target);
   return run(ctx, logits, targets, grad_.data(), grad_scale);
 }
 
@@ -24,7 +24,7 @@ double SoftCrossEntropyLoss::run(Context& ctx, const Tensor& logits, const Tenso
   loss_checks::same_shape(ctx, logits, targets, kName, "logits", "targets");
   const std::int64_t rows = logits.dim(0);
   const std::int64_t classes = logits.dim(1);
-  row_loss_.resize({rows});
+  row_loss_.resize({rows}, ctx.target);
   ctx.k->soft_cross_entropy(ctx.stream, row_loss_.data(), grad, logits.data(), targets.data(),
                             rows, classes, grad_scale);
   return ctx.k->sum(ctx.stream, row_loss_.data(), rows);

@@ -22,7 +22,7 @@ class ActivationLeaf {
   const Tensor& forward(Context& ctx, const Tensor& x) {
     check_input_rows(x, Dim, to_string(Act));
     x_ = &x;
-    y_.resize(x.shape());
+    y_.resize(x.shape(), ctx.target);
     ctx.k->activation_forward(ctx.stream, Act, y_.data(), x.data(), x.numel());
     return y_;
   }
@@ -30,7 +30,7 @@ class ActivationLeaf {
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     // No parameters: with the input gradient skipped there is nothing to do.
     if (input_grad == InputGrad::Skip) return empty_;
-    dx_.resize(dy.shape());
+    dx_.resize(dy.shape(), ctx.target);
     ctx.k->activation_backward(ctx.stream, Act, dx_.data(), dy.data(), x_->data(), y_.data(),
                                dy.numel());
     return dx_;

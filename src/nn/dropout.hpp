@@ -33,7 +33,7 @@ class Dropout {
     check_input_rows(x, D, "Dropout");
     mode_ = ctx.mode;
     key_ = DropoutKey{ctx.seed ^ layer_key_, ctx.step, ctx.row_offset};
-    y_.resize(x.shape());
+    y_.resize(x.shape(), ctx.target);
     if (mode_ == Mode::Eval) {
       ctx.k->copy(ctx.stream, y_.data(), x.data(), bytes_of(x));
     } else {
@@ -44,7 +44,7 @@ class Dropout {
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     if (input_grad == InputGrad::Skip) return empty_;
-    dx_.resize(dy.shape());
+    dx_.resize(dy.shape(), ctx.target);
     // The mode and key of the forward pass, so the same mask is applied.
     if (mode_ == Mode::Eval) {
       ctx.k->copy(ctx.stream, dx_.data(), dy.data(), bytes_of(dy));

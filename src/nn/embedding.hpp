@@ -35,7 +35,7 @@ class Embedding {
     check_ids(ids);
     const std::int64_t rows = ids.dim(0);
     ids_ = &ids;
-    y_.resize({rows, Dim});
+    y_.resize({rows, Dim}, ctx.target);
     ctx.k->gather_rows(ctx.stream, y_.data(), ids.ids(), weight_.val.data(), rows, Dim);
     return y_;
   }

@@ -24,10 +24,10 @@ class LinearAct {
     check_input_rows(x, In, "Linear");
     const std::int64_t rows = x.dim(0);
     x_ = &x;
-    y_.resize({rows, Out});
+    y_.resize({rows, Out}, ctx.target);
     float* pre = nullptr;
     if constexpr (activation_needs_input(Act)) {
-      pre_.resize({rows, Out});
+      pre_.resize({rows, Out}, ctx.target);
       pre = pre_.data();
     }
     ctx.k->linear_forward(ctx.stream, Act, y_.data(), pre, x.data(), weight_.val.data(),
@@ -39,12 +39,12 @@ class LinearAct {
     const std::int64_t rows = dy.dim(0);
     float* dpre = nullptr;
     if constexpr (Act != Activation::Identity) {
-      dpre_.resize({rows, Out});
+      dpre_.resize({rows, Out}, ctx.target);
       dpre = dpre_.data();
     }
     float* dx = nullptr;
     if (input_grad == InputGrad::Compute) {
-      dx_.resize({rows, In});
+      dx_.resize({rows, In}, ctx.target);
       dx = dx_.data();
     }
     const float* pre = nullptr;

@@ -48,7 +48,7 @@ class Parallel {
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     check_input_rows(x, in_dim, "Parallel");
-    y_.resize({x.dim(0), out_dim});
+    y_.resize({x.dim(0), out_dim}, ctx.target);
     forward_each(ctx, x, std::index_sequence_for<Ms...>{});
     return y_;
   }
@@ -57,7 +57,7 @@ class Parallel {
   // Input gradients are summed in child order, so the result does not depend on anything else.
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     const std::int64_t rows = dy.dim(0);
-    if (input_grad == InputGrad::Compute) dx_.resize({rows, in_dim});
+    if (input_grad == InputGrad::Compute) dx_.resize({rows, in_dim}, ctx.target);
     vjp_each(ctx, dy, input_grad, std::index_sequence_for<Ms...>{});
     return input_grad == InputGrad::Compute ? dx_ : empty_;
   }
@@ -92,7 +92,7 @@ class Parallel {
   void vjp_child(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     const std::int64_t rows = dy.dim(0);
     Tensor& dyi = dys_[I];
-    dyi.resize({rows, widths[I]});
+    dyi.resize({rows, widths[I]}, ctx.target);
     ctx.k->copy_columns(ctx.stream, GradMode::Overwrite, dyi.data(), widths[I],
                         dy.data() + offsets[I], out_dim, rows, widths[I]);
     const Tensor& dxi = children_.template get<I>().vjp(ctx, dyi, input_grad);

@@ -27,7 +27,7 @@ class Residual {
   const Tensor& forward(Context& ctx, const Tensor& x) {
     check_input_rows(x, in_dim, "Residual");
     const Tensor& fx = inner_.forward(ctx, x);
-    y_.resize(fx.shape());
+    y_.resize(fx.shape(), ctx.target);
     ctx.k->add(ctx.stream, y_.data(), x.data(), fx.data(), fx.numel());
     return y_;
   }
@@ -37,7 +37,7 @@ class Residual {
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     const Tensor& dfx = inner_.vjp(ctx, dy, input_grad);
     if (input_grad == InputGrad::Skip) return empty_;
-    dx_.resize(dy.shape());
+    dx_.resize(dy.shape(), ctx.target);
     ctx.k->add(ctx.stream, dx_.data(), dy.data(), dfx.data(), dy.numel());
     return dx_;
   }

@@ -23,8 +23,8 @@ class RMSNorm {
     check_input_rows(x, D, "RMSNorm");
     const std::int64_t rows = x.dim(0);
     x_ = &x;
-    y_.resize(x.shape());
-    rstd_.resize({rows});
+    y_.resize(x.shape(), ctx.target);
+    rstd_.resize({rows}, ctx.target);
     ctx.k->rmsnorm_forward(ctx.stream, y_.data(), rstd_.data(), x.data(), weight_.val.data(),
                            rows, D, eps);
     return y_;
@@ -32,7 +32,7 @@ class RMSNorm {
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     // dx is always written (see LayerNorm::vjp).
-    dx_.resize(dy.shape());
+    dx_.resize(dy.shape(), ctx.target);
     ctx.k->rmsnorm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(), dy.data(),
                             x_->data(), weight_.val.data(), rstd_.data(), dy.dim(0), D);
     return input_grad == InputGrad::Compute ? dx_ : empty_;

@@ -20,14 +20,14 @@ class Softmax {
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     check_input_rows(x, D, "Softmax");
-    y_.resize(x.shape());
+    y_.resize(x.shape(), ctx.target);
     ctx.k->softmax_forward(ctx.stream, y_.data(), x.data(), x.dim(0), D);
     return y_;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     if (input_grad == InputGrad::Skip) return empty_;
-    dx_.resize(dy.shape());
+    dx_.resize(dy.shape(), ctx.target);
     ctx.k->softmax_backward(ctx.stream, dx_.data(), dy.data(), y_.data(), dy.dim(0), D);
     return dx_;
   }

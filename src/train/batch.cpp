@@ -46,8 +46,9 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   }
   if (out.views_data) out = Batch(data.images.target());
   // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
-  if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f});
-  if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n});
+  const Target target = data.images.target();
+  if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f}, target);
+  if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n}, target);
   const KernelTable& k = kernels_for(data.images.target());
   const std::int32_t* index = order.ids() + rows.begin;
   k.gather_rows(stream, out.x.data(), index, data.images.data(), n, f);
