@@ -71,6 +71,21 @@ TEST(Linear, RejectsInputOfWrongWidth) {
   EXPECT_THROW(lin.forward(ctx, x), InputError);
 }
 
+TEST(Linear, RejectsAnInputOnAnotherTargetThanTheContext) {
+  Linear<4, 2> lin(kInit);
+  // A context that claims the GPU, with the CPU's kernels: the check must fire before any kernel.
+  Context ctx = Context::for_target(Target::Cpu);
+  ctx.target = Target::Cuda;
+  Tensor x = random_input(3, 4, 1);
+  try {
+    lin.forward(ctx, x);
+    ADD_FAILURE() << "a host input ran in a cuda context";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("on cpu but the context runs on cuda"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Sequential, ChainsAndMatchesFiniteDifferences) {
   Sequential<LinearTanh<5, 4>, LinearGELU<4, 6>, Linear<6, 3>> net(kInit);
   testing::GradCheckOptions o;

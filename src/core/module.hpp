@@ -55,7 +55,9 @@ std::int64_t parameter_count(M& model) {
   return n;
 }
 
-// Checks that a forward input has rows of the module's width; names the module on failure.
-void check_input_rows(const Tensor& x, std::int64_t in_dim, std::string_view module);
+// Checks that a forward input has rows of the module's width and lives on the context's target
+// (a kernel handed the other target's memory would crash or read garbage); names the module.
+void check_input_rows(const Context& ctx, const Tensor& x, std::int64_t in_dim,
+                      std::string_view module);
 
 }  // namespace noeira

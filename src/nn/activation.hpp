@@ -20,7 +20,7 @@ class ActivationLeaf {
   explicit ActivationLeaf(const Init&) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(x, Dim, to_string(Act));
+    check_input_rows(ctx, x, Dim, to_string(Act));
     x_ = &x;
     y_.resize(x.shape(), ctx.target);
     ctx.k->activation_forward(ctx.stream, Act, y_.data(), x.data(), x.numel());

@@ -30,7 +30,7 @@ class Dropout {
   explicit Dropout(const Init& init) : layer_key_(fnv1a(init.path())) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(x, D, "Dropout");
+    check_input_rows(ctx, x, D, "Dropout");
     mode_ = ctx.mode;
     key_ = DropoutKey{ctx.seed ^ layer_key_, ctx.step, ctx.row_offset};
     y_.resize(x.shape(), ctx.target);

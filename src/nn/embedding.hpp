@@ -27,7 +27,7 @@ class Embedding {
       : weight_(init.normal("weight", {Vocab, Dim}, 0.0f, 0.02f)) {}
 
   const Tensor& forward(Context& ctx, const Tensor& ids) {
-    check_input_rows(ids, 1, "Embedding");
+    check_input_rows(ctx, ids, 1, "Embedding");
     if (ids.dtype() != DType::I32) {
       throw InputError(detail::concat("Embedding: expected int32 token ids, got a tensor of shape ",
                                       shape_string(ids.shape()), " of another type"));

@@ -17,8 +17,8 @@ class Flatten {
 
   explicit Flatten(const Init&) {}
 
-  const Tensor& forward(Context&, const Tensor& x) {
-    check_input_rows(x, in_dim, "Flatten");
+  const Tensor& forward(Context& ctx, const Tensor& x) {
+    check_input_rows(ctx, x, in_dim, "Flatten");
     x_shape_ = x.shape();
     y_ = x.view({x.dim(0), out_dim});
     return y_;

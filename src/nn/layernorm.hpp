@@ -21,7 +21,7 @@ class LayerNorm {
       : weight_(init.constant("weight", {D}, 1.0f)), bias_(init.constant("bias", {D}, 0.0f)) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(x, D, "LayerNorm");
+    check_input_rows(ctx, x, D, "LayerNorm");
     const std::int64_t rows = x.dim(0);
     x_ = &x;
     y_.resize(x.shape(), ctx.target);

@@ -21,7 +21,7 @@ class LinearAct {
       : weight_(init.weight("weight", {Out, In}, In, Out)), bias_(init.constant("bias", {Out}, 0.0f)) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(x, In, "Linear");
+    check_input_rows(ctx, x, In, "Linear");
     const std::int64_t rows = x.dim(0);
     x_ = &x;
     y_.resize({rows, Out}, ctx.target);

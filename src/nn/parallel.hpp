@@ -47,7 +47,7 @@ class Parallel {
   explicit Parallel(const Init& init) : children_(init) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(x, in_dim, "Parallel");
+    check_input_rows(ctx, x, in_dim, "Parallel");
     y_.resize({x.dim(0), out_dim}, ctx.target);
     forward_each(ctx, x, std::index_sequence_for<Ms...>{});
     return y_;

@@ -25,7 +25,7 @@ class Residual {
   explicit Residual(const Init& init) : inner_(init) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(x, in_dim, "Residual");
+    check_input_rows(ctx, x, in_dim, "Residual");
     const Tensor& fx = inner_.forward(ctx, x);
     y_.resize(fx.shape(), ctx.target);
     ctx.k->add(ctx.stream, y_.data(), x.data(), fx.data(), fx.numel());

@@ -20,7 +20,7 @@ class RMSNorm {
   explicit RMSNorm(const Init& init) : weight_(init.constant("weight", {D}, 1.0f)) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(x, D, "RMSNorm");
+    check_input_rows(ctx, x, D, "RMSNorm");
     const std::int64_t rows = x.dim(0);
     x_ = &x;
     y_.resize(x.shape(), ctx.target);

@@ -19,7 +19,7 @@ class Softmax {
   explicit Softmax(const Init&) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(x, D, "Softmax");
+    check_input_rows(ctx, x, D, "Softmax");
     y_.resize(x.shape(), ctx.target);
     ctx.k->softmax_forward(ctx.stream, y_.data(), x.data(), x.dim(0), D);
     return y_;
