@@ -261,6 +261,9 @@ class NcclProcessGroup final : public ProcessGroup {
 
   std::string_view backend() const override { return "nccl"; }
   Target buffer_target() const override { return Target::Cuda; }
+  bool ordered_after(Stream compute) const override {
+    return cuda::as_cuda(compute) == shared_->compute;
+  }
 
  protected:
   std::unique_ptr<WorkImpl> start(const CollectiveCall& call) override {

@@ -79,6 +79,10 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
         noeira::to_string(group.buffer_target()),
         " memory (GPU training needs the NCCL backend, or the simulated one on the GPU)"));
   }
+  // Otherwise a reduction could read gradients the rank's kernels have not written yet.
+  NOEIRA_CHECK(group.ordered_after(ctx.stream), "sharding policy: the ", group.backend(),
+               " group orders its collectives after another stream than the model's (make the "
+               "group with the context's stream)");
   NOEIRA_CHECK(ctx.grad_mode == GradMode::Overwrite,
                "sharding policy: gradients must be overwritten, not accumulated");
   NOEIRA_CHECK(options.bucket_elements > 0, "sharding policy: bucket size must be > 0");

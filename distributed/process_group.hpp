@@ -129,6 +129,10 @@ class ProcessGroup {
   // Where the buffers of this group's ops must live: Cpu for MPI, Cuda for NCCL, the simulated
   // world's target.
   virtual Target buffer_target() const = 0;
+  // Whether this group's ops see the work a rank enqueued on `compute` before starting them. The
+  // NCCL group waits for the one stream it was made with; host and simulated backends wait for
+  // any stream a rank computes on (distributed/rank_stream.hpp).
+  virtual bool ordered_after(Stream /*compute*/) const { return true; }
   // Ops started on this rank since construction or the last reset_tally().
   const CollectiveTally& tally() const { return tally_; }
   void reset_tally() { tally_ = {}; }

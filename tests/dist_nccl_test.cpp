@@ -71,7 +71,10 @@ class DeviceBuffer {
   std::span<float> segment(std::size_t i, std::size_t len) { return {p_ + i * len, len}; }
   void upload(const std::vector<float>& host) {
     if (n_ == 0) return;
-    if (cudaMemcpy(p_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) {
+    // From pageable memory cudaMemcpy may return before the data lands; the group's ops are
+    // ordered after the suite's compute stream only, so wait for it here.
+    if (cudaMemcpy(p_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
       throw LibraryError("upload failed in the test");
     }
   }
@@ -346,25 +349,35 @@ bool same_on_every_rank(const std::vector<float>& values) {
 // for bit, as the simulated world on one GPU does.
 TEST_F(DistNccl, PolicyContractsOnTheGpus) {
   using namespace harness;
+  // The trainer's arrangement: the ranks compute on the default stream and the group is ordered
+  // after it (the suite's group follows a stream of its own, which the policy refuses).
+  const std::unique_ptr<ProcessGroup> group =
+      make_nccl_process_group(ProcessGroupOptions{std::chrono::seconds(60)}, nullptr);
+  {
+    Net model(Init(Target::Cuda, init_spec(1)));
+    EXPECT_THROW(ShardingPolicy(Policy::Ddp, walk_units(model), pg(),
+                                Context::for_target(Target::Cuda)),
+                 Error);
+  }
   std::vector<double> ref_losses;
   const std::vector<float> ref = train_single(&ref_losses, Target::Cuda);
   const double tol = 1e-4 * max_abs(ref) + 1e-6;
   std::vector<float> ddp;
   for (Policy p : {Policy::Ddp, Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
     SCOPED_TRACE(to_string(p));
-    RunOptions o{p, pg().size()};
+    RunOptions o{p, group->size()};
     o.target = Target::Cuda;
     o.rank_seeds = true;  // the initial broadcast must make the replicas rank 0's
-    const RankResult r = train_rank(pg(), o);
+    const RankResult r = train_rank(*group, o);
     ASSERT_EQ(r.params.size(), ref.size());
     std::int64_t off = 0;
     for (std::size_t i = 0; i < ref.size(); ++i) off += std::fabs(r.params[i] - ref[i]) > tol;
-    EXPECT_EQ(total_over_ranks(off), 0) << "parameters off the one-rank run on rank " << pg().rank();
+    EXPECT_EQ(total_over_ranks(off), 0) << "parameters off the one-rank run on rank " << group->rank();
     EXPECT_LT(r.losses.back(), r.losses.front());
     EXPECT_TRUE(same_on_every_rank(r.params));
     if (p == Policy::Ddp) {
       ddp = r.params;
-    } else if (pg().size() <= 2) {
+    } else if (group->size() <= 2) {
       EXPECT_EQ(r.params, ddp);
     }
   }

@@ -120,6 +120,8 @@ void linear_forward(Stream s, Activation a, float* y, float* pre, const float* x
 void linear_backward(Stream s, Activation a, GradMode mode, float* dx, float* dw, float* db,
                      float* dpre, const float* dy, const float* x, const float* w, const float* y,
                      const float* pre, std::int64_t rows, std::int64_t in, std::int64_t out) {
+  NOEIRA_CHECK(pre != nullptr || !activation_needs_input(a),
+               "linear_backward: the derivative of ", to_string(a), " needs the pre-activation");
   if (rows <= 0) {
     // No rows: the gradients are zero sums.
     if (mode == GradMode::Overwrite) {

@@ -1,5 +1,6 @@
 #include "kernels/cuda/matmul.hpp"
 
+#include <cstdint>
 #include <memory>
 
 #include "kernels/cuda/check.hpp"
@@ -68,10 +69,23 @@ bool run(Stream stream, const Gemm& g, bool must_succeed) {
       raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
       sizeof(workspace_bytes)));
 
-  // The heuristic sees the actual pointers and leading dimensions, so it also answers whether
-  // their alignment allows the requested epilogue. In try mode any refusal (NOT_SUPPORTED, no
-  // result, or INVALID_VALUE for an epilogue attribute it rejects) means "run it unfused": a
-  // genuine error in the GEMM itself then surfaces from the caller's plain matmul.
+  // Unless told, the heuristic assumes 256-byte-aligned matrices; weights are views into the
+  // policies' flat buffers and batches views of the data set, so tell it the pointers' alignment.
+  auto set_alignment = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* p) {
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    std::uint32_t bytes = 256;
+    while (bytes > 4 && address % bytes != 0) bytes /= 2;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw_pref, attr, &bytes, sizeof(bytes)));
+  };
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.a);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.b);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.d);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.d);
+
+  // The heuristic sees the leading dimensions, the alignments and the epilogue's pointers, so it
+  // also answers whether they allow the requested epilogue. In try mode any refusal
+  // (NOT_SUPPORTED, no result, or INVALID_VALUE for an epilogue attribute it rejects) means "run
+  // it unfused": a genuine error in the GEMM itself then surfaces from the caller's plain matmul.
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
@@ -82,9 +96,12 @@ bool run(Stream stream, const Gemm& g, bool must_succeed) {
                " GEMM with epilogue ", static_cast<int>(g.epilogue));
 
   const float alpha = 1.0f;
-  CUBLAS_CHECK(cublasLtMatmul(lt.handle, raw_desc, &alpha, g.a, a.get(), g.b, b.get(), &g.beta,
-                              g.d, d.get(), g.d, d.get(), &heuristic.algo, lt.workspace,
-                              lt.workspace_bytes, as_cuda(stream)));
+  const cublasStatus_t ran = cublasLtMatmul(lt.handle, raw_desc, &alpha, g.a, a.get(), g.b,
+                                            b.get(), &g.beta, g.d, d.get(), g.d, d.get(),
+                                            &heuristic.algo, lt.workspace, lt.workspace_bytes,
+                                            as_cuda(stream));
+  if (!must_succeed && ran == CUBLAS_STATUS_NOT_SUPPORTED) return false;
+  CUBLAS_CHECK(ran);
   return true;
 }
 

@@ -47,7 +47,9 @@ __global__ void norm_input_grad_kernel(float* dx, const float* dy, const float* 
   double sum_g = 0.0;
   double sum_g_xhat = 0.0;
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float g = dy[o + c] * gamma[c];
+    // Rounded products (no fused multiply-add): mean_g is then the mean of exactly the values
+    // the second loop subtracts it from, as on the CPU (at one column dx is exactly 0).
+    const float g = __fmul_rn(dy[o + c], gamma[c]);
     sum_g += g;
     sum_g_xhat += static_cast<double>(g) * ((x[o + c] - m) * rs);
   }
@@ -56,7 +58,7 @@ __global__ void norm_input_grad_kernel(float* dx, const float* dy, const float* 
   const float mean_g_xhat = static_cast<float>(block_sum(sum_g_xhat) * inv_cols);
   // The reductions' barriers put every read of the row before any write of dx.
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    dx[o + c] = norm::input_grad(dy[o + c] * gamma[c], (x[o + c] - m) * rs, rs, mean_g,
+    dx[o + c] = norm::input_grad(__fmul_rn(dy[o + c], gamma[c]), (x[o + c] - m) * rs, rs, mean_g,
                                  mean_g_xhat);
   }
 }
