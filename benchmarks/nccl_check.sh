@@ -8,6 +8,9 @@
 #   bash benchmarks/nccl_check.sh           # build dir build-gpu (override with BUILD_DIR=...)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A machine without the Debian packages: benchmarks/gpu_deps.sh unpacked them and wrote this.
+# shellcheck disable=SC1091
+if [ -f .gpu-deps/env.sh ]; then . .gpu-deps/env.sh; fi
 build=${BUILD_DIR:-build-gpu}
 
 command -v nvidia-smi >/dev/null || { echo "nccl_check: no NVIDIA driver here" >&2; exit 2; }
@@ -15,8 +18,11 @@ gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d ' .')
 [[ "$arch" =~ ^[0-9]+$ ]] || arch=90
 nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+read -r -a deps_args <<<"${NOEIRA_CMAKE_ARGS:-}"
+# Options already in the build dir's cache (gpu_check.sh's, the NCCL paths among them) stay.
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON \
-      -DNOEIRA_BENCHMARKS=OFF -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch"
+      -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
+      ${deps_args[@]+"${deps_args[@]}"}
 cmake --build "$build" --target dist_nccl_test -j "$(nproc)"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated
