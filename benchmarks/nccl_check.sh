@@ -20,7 +20,7 @@ arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr
 nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 read -r -a deps_args <<<"${NOEIRA_CMAKE_ARGS:-}"
 # Options already in the build dir's cache (gpu_check.sh's, the NCCL paths among them) stay.
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON -DNOEIRA_BENCHMARKS=OFF \
       -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
       ${deps_args[@]+"${deps_args[@]}"}
 cmake --build "$build" --target dist_nccl_test -j "$(nproc)"
