@@ -67,7 +67,6 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
                                const Context& ctx, const PolicyOptions& options)
     : policy_(policy),
       group_(group),
-      target_(ctx.target),
       k_(ctx.k),
       stream_(ctx.stream),
       options_(options) {
@@ -103,7 +102,7 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
   // Every parameter's value goes into a full flat buffer (ZeRO-3: the initial copy, from which
   // the owned slices are taken), and Param::val / Param::grd become views of policy buffers.
   Tensor& full_values = sharded_params() ? init_full_ : params_full_;
-  full_values = Tensor({layout_.full_size}, target_);
+  full_values = Tensor({layout_.full_size}, target());
   for (std::size_t i = 0; i < walk.params.size(); ++i) {
     Param& p = *walk.params[i].param;
     const std::int64_t off = layout_.full_offset_of(i);
@@ -111,8 +110,8 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
              static_cast<std::size_t>(p.numel() * kFloat));
   }
   if (sharded_params()) {
-    params_shard_ = Tensor({layout_.shard_size}, target_);
-    gathered_ = Tensor({layout_.max_unit_size}, target_);
+    params_shard_ = Tensor({layout_.shard_size}, target());
+    gathered_ = Tensor({layout_.max_unit_size}, target());
     for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
       k_->copy(stream_, owned_params(u),
                init_full_.data() + layout_.full_offset[u] + owned(u).begin,
@@ -120,10 +119,10 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
     }
   }
   if (sharded_grads()) {
-    grads_shard_ = Tensor({layout_.shard_size}, target_);
-    grads_unit_ = Tensor({layout_.max_unit_size}, target_);
+    grads_shard_ = Tensor({layout_.shard_size}, target());
+    grads_unit_ = Tensor({layout_.max_unit_size}, target());
   } else {
-    grads_full_ = Tensor({layout_.full_size}, target_);
+    grads_full_ = Tensor({layout_.full_size}, target());
   }
   for (std::size_t i = 0; i < walk.params.size(); ++i) {
     Param& p = *walk.params[i].param;
@@ -336,9 +335,7 @@ double ShardingPolicy::clip_grad_norm(double max_norm) {
 
 void ShardingPolicy::step(Optimizer& optimizer, float lr) {
   NOEIRA_CHECK(pending_.empty(), "step before reduce_gradients");
-  const std::int64_t state_size = sharded_state() ? layout_.shard_size : layout_.full_size;
-  if (optimizer.uses_m() && !m_.defined()) m_ = Tensor({state_size}, target_);
-  if (optimizer.uses_v() && !v_.defined()) v_ = Tensor({state_size}, target_);
+  allocate_optimizer_state(optimizer);
   init_full_ = Tensor();
 
   optimizer.begin_step();
@@ -389,8 +386,8 @@ void ShardingPolicy::step(Optimizer& optimizer, float lr) {
 
 void ShardingPolicy::allocate_optimizer_state(const Optimizer& optimizer) {
   const std::int64_t state_size = sharded_state() ? layout_.shard_size : layout_.full_size;
-  if (optimizer.uses_m() && !m_.defined()) m_ = Tensor({state_size}, target_);
-  if (optimizer.uses_v() && !v_.defined()) v_ = Tensor({state_size}, target_);
+  if (optimizer.uses_m() && !m_.defined()) m_ = Tensor({state_size}, target());
+  if (optimizer.uses_v() && !v_.defined()) v_ = Tensor({state_size}, target());
 }
 
 std::vector<ShardingPolicy::HeldPiece> ShardingPolicy::slice_pieces(State state) {

@@ -101,7 +101,7 @@ class ShardingPolicy {
 
   Policy policy() const { return policy_; }
   // Where every buffer of the policy lives, HeldPiece::data included.
-  Target target() const { return target_; }
+  Target target() const { return k_->target; }
   const ShardedLayout& layout() const { return layout_; }
   ProcessGroup& group() { return group_; }
 
@@ -178,7 +178,6 @@ class ShardingPolicy {
 
   Policy policy_;
   ProcessGroup& group_;
-  Target target_;
   const KernelTable* k_;
   Stream stream_;
   PolicyOptions options_;

@@ -34,13 +34,12 @@ class SimWorld {
  public:
   SimWorld(int ranks, Target target)
       : ranks_(ranks),
-        target_(target),
         k_(kernels_for(target)),
         watchdog_(
             std::make_shared<Watchdog>([this](const CollectiveRecord& r) { on_timeout(r); })) {}
 
   int ranks() const { return ranks_; }
-  Target target() const { return target_; }
+  Target target() const { return k_.target; }
   const std::shared_ptr<Watchdog>& watchdog() const { return watchdog_; }
 
   // Records rank's arrival at call.seq; the last rank to arrive performs the collective.
@@ -143,7 +142,7 @@ class SimWorld {
       case Collective::ReduceScatter: {
         // Every rank's input is summed into scratch first, so outputs never feed inputs.
         const std::int64_t total = s.kind == Collective::AllReduce ? n : n * ranks_;
-        if (!scratch_.defined() || scratch_.numel() < total) scratch_ = Tensor({total}, target_);
+        if (!scratch_.defined() || scratch_.numel() < total) scratch_ = Tensor({total}, target());
         float* acc = scratch_.data();
         copy(acc, s.in[0], total);
         for (std::size_t r = 1; r < ranks; ++r) k_.accumulate(nullptr, acc, s.in[r], total);
@@ -171,7 +170,6 @@ class SimWorld {
   }
 
   const int ranks_;
-  const Target target_;
   const KernelTable& k_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
