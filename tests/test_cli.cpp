@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_test_util.hpp"
+#include "gpu_skip.hpp"
 #include "io/params_file.hpp"
 #include "io_test_files.hpp"
 #include "train/metrics.hpp"
@@ -290,7 +291,7 @@ TEST(CliCuda, DeviceErrorsAreOneLineAndComeBeforeTheData) {
 
 TEST(CliCuda, TrainsOnTheGpuLikeOnTheCpu) {
   REQUIRE_BINARY();
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the GPU run cannot start";
+  NOEIRA_REQUIRE_GPU();
   // A GPU machine may carry the data set elsewhere (benchmarks/gpu_deps.sh).
   const char* env_dir = std::getenv("NOEIRA_FASHION_MNIST_DIR");
   const std::filesystem::path data =

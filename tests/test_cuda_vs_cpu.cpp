@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu_skip.hpp"
 #include "gradcheck.hpp"
 #include "nn/linear.hpp"
 #include "nn/sequential.hpp"
@@ -20,14 +21,6 @@ namespace noeira {
 namespace {
 
 using testing::random_values;
-
-std::string no_cuda_reason() {
-#ifdef NOEIRA_HAVE_CUDA
-  return "the CUDA runtime finds no GPU on this machine";
-#else
-  return "this build has no CUDA kernels (NOEIRA_CUDA=OFF)";
-#endif
-}
 
 struct Tol {
   double tol = 1e-6;  // absolute part
@@ -84,7 +77,7 @@ constexpr Activation kAllActivations[] = {Activation::Identity, Activation::ReLU
                                           Activation::SiLU};
 
 TEST(CudaVsCpu, RawMemoryRoundTrips) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   const KernelTable& k = kernels_for(Target::Cuda);
   EXPECT_EQ(k.target, Target::Cuda);
   std::vector<std::uint8_t> src(1001);
@@ -103,7 +96,7 @@ TEST(CudaVsCpu, RawMemoryRoundTrips) {
 }
 
 TEST(CudaVsCpu, ElementwiseAreBitIdentical) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   expect_same_on_both(
       [](Target t) {
         const KernelTable& k = kernels_for(t);
@@ -135,7 +128,7 @@ TEST(CudaVsCpu, ElementwiseAreBitIdentical) {
 }
 
 TEST(CudaVsCpu, ReductionsMatchAndAreDeterministic) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   const KernelTable& cpu = kernels_for(Target::Cpu);
   const KernelTable& gpu = kernels_for(Target::Cuda);
   for (std::int64_t n : {1, 1000, 8192, 8193, 1000003}) {
@@ -155,7 +148,7 @@ TEST(CudaVsCpu, ReductionsMatchAndAreDeterministic) {
 }
 
 TEST(CudaVsCpu, ActivationsForwardAndBackward) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   for (Activation act : kAllActivations) {
     SCOPED_TRACE(std::string(to_string(act)));
     expect_same_on_both([act](Target t) {
@@ -210,7 +203,7 @@ Outputs run_linear(Target t, Activation act, std::int64_t rows, std::int64_t in,
 }
 
 TEST(CudaVsCpu, LinearFamilyEveryActivation) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   // out = 24 lets GeluTanh use the fused GELU_AUX_BIAS epilogue (aux ld a multiple of 8);
   // out = 5 takes the unfused path; a batch of one row is the degenerate GEMM.
   struct Size {
@@ -229,7 +222,7 @@ TEST(CudaVsCpu, LinearFamilyEveryActivation) {
 }
 
 TEST(CudaVsCpu, LinearWithoutBiasOrInputGradient) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   for (Activation act : {Activation::Identity, Activation::ReLU, Activation::GeluTanh,
                          Activation::SiLU}) {
     SCOPED_TRACE(std::string(to_string(act)));
@@ -240,7 +233,7 @@ TEST(CudaVsCpu, LinearWithoutBiasOrInputGradient) {
 }
 
 TEST(CudaVsCpu, SoftmaxForwardAndBackward) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   for (std::int64_t cols : {1, 10, 33, 1000}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
     expect_same_on_both(
@@ -260,7 +253,7 @@ TEST(CudaVsCpu, SoftmaxForwardAndBackward) {
 }
 
 TEST(CudaVsCpu, LayerNormForwardAndBackward) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   for (std::int64_t cols : {1, 7, 64, 777}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
     expect_same_on_both(
@@ -297,7 +290,7 @@ TEST(CudaVsCpu, LayerNormForwardAndBackward) {
 }
 
 TEST(CudaVsCpu, RmsNormForwardAndBackward) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   for (std::int64_t cols : {1, 7, 64, 777}) {
     SCOPED_TRACE("cols " + std::to_string(cols));
     expect_same_on_both(
@@ -329,7 +322,7 @@ TEST(CudaVsCpu, RmsNormForwardAndBackward) {
 }
 
 TEST(CudaVsCpu, EmbeddingIsBitIdenticalWithRepeatedIds) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   expect_same_on_both(
       [](Target t) {
         const KernelTable& k = kernels_for(t);
@@ -366,7 +359,7 @@ TEST(CudaVsCpu, EmbeddingIsBitIdenticalWithRepeatedIds) {
 }
 
 TEST(CudaVsCpu, DropoutMasksAreBitIdentical) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   for (float p : {0.0f, 0.1f, 0.5f, 1.0f}) {
     SCOPED_TRACE("p " + std::to_string(p));
     expect_same_on_both(
@@ -389,7 +382,7 @@ TEST(CudaVsCpu, DropoutMasksAreBitIdentical) {
 }
 
 TEST(CudaVsCpu, DropoutBackwardUsesTheForwardMask) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   // With x = dy = 1, forward gives mask · scale and backward must give the very same values.
   const KernelTable& k = kernels_for(Target::Cuda);
   const std::int64_t rows = 64, cols = 65;
@@ -409,7 +402,7 @@ TEST(CudaVsCpu, DropoutBackwardUsesTheForwardMask) {
 }
 
 TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   for (std::int64_t classes : {1, 10, 257}) {
     SCOPED_TRACE("classes " + std::to_string(classes));
     expect_same_on_both(
@@ -453,7 +446,7 @@ TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
 }
 
 TEST(CudaVsCpu, CountCorrectIsExactWithTies) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   const std::int64_t rows = 1000, classes = 10;
   // Coarse values make ties frequent: the first maximum must win on both targets.
   std::vector<float> logits = random_values(static_cast<std::size_t>(rows * classes), 91);
@@ -475,7 +468,7 @@ TEST(CudaVsCpu, CountCorrectIsExactWithTies) {
 }
 
 TEST(CudaVsCpu, OptimizerStepsOverSeveralIterations) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   SgdHyper plain;
   plain.lr = 0.1f;
   SgdHyper momentum = plain;
@@ -524,7 +517,7 @@ TEST(CudaVsCpu, OptimizerStepsOverSeveralIterations) {
 // A whole network built on each target from the same seed: the initial parameters are equal
 // (drawn on the host), so the forward and every gradient must agree within GEMM tolerance.
 TEST(CudaModule, SequentialMlpMatchesCpu) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << no_cuda_reason();
+  NOEIRA_REQUIRE_GPU();
   using Net = Sequential<LinearReLU<13, 32>, LinearGELU<32, 16>, LinearTanh<16, 8>,
                          LinearSiLU<8, 8>, Linear<8, 5>>;
   const InitSpec spec{InitKind::XavierUniform, 0.0f, 0.02f, 2024};

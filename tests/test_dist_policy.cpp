@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dist_training.hpp"
+#include "gpu_skip.hpp"
 #include "distributed/sim_process_group.hpp"
 
 namespace noeira::dist {
@@ -172,7 +173,7 @@ TEST(DistPolicy, RefusesWhatCannotRun) {
 }
 
 TEST(CudaSimPolicy, RefusesAModelOnAnotherTargetThanTheGroup) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: nothing to put on another target";
+  NOEIRA_REQUIRE_GPU();
   run_simulated(1, [](ProcessGroup& pg) {
     Net model(Init(Target::Cuda, init_spec(1)));
     const Context ctx = Context::for_target(Target::Cuda);
@@ -187,11 +188,8 @@ RunOptions on_gpu(RunOptions o) {
   return o;
 }
 
-#define NOEIRA_SKIP_WITHOUT_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the simulated world on the GPU cannot run"
-
 TEST(CudaSimPolicy, SplitBatchMatchesOneRankAndTheCpu) {
-  NOEIRA_SKIP_WITHOUT_GPU();
+  NOEIRA_REQUIRE_GPU();
   std::vector<double> ref_losses;
   const std::vector<float> ref = train_single(&ref_losses, Target::Cuda);
   std::vector<double> cpu_losses;
@@ -215,7 +213,7 @@ TEST(CudaSimPolicy, SplitBatchMatchesOneRankAndTheCpu) {
 }
 
 TEST(CudaSimPolicy, ZeroStagesBitIdenticalToDdp) {
-  NOEIRA_SKIP_WITHOUT_GPU();
+  NOEIRA_REQUIRE_GPU();
   for (int n = 2; n <= 4; ++n) {
     const RunResult ddp = train_distributed(on_gpu({Policy::Ddp, n}));
     for (Policy p : {Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
@@ -229,7 +227,7 @@ TEST(CudaSimPolicy, ZeroStagesBitIdenticalToDdp) {
 }
 
 TEST(CudaSimPolicy, ClippingBroadcastAndMemoryAsOnTheCpu) {
-  NOEIRA_SKIP_WITHOUT_GPU();
+  NOEIRA_REQUIRE_GPU();
   const RunResult ddp = train_distributed(on_gpu({Policy::Ddp, 3, 0.05}));
   for (Policy p : {Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
     SCOPED_TRACE(to_string(p));

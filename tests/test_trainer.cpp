@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "distributed/sim_process_group.hpp"
+#include "gpu_skip.hpp"
 #include "io/params_file.hpp"
 #include "kernels/philox.hpp"
 #include "io_test_files.hpp"
@@ -247,16 +248,8 @@ TEST(Trainer, SameSeedGivesTheSameMetricsAndAnotherSeedDoesNot) {
 
 // The same trainer on the GPU (a simulated world of one on the device): every GPU test skips
 // with the reason where no GPU is present.
-std::string no_gpu_reason() {
-#ifdef NOEIRA_HAVE_CUDA
-  return "no CUDA device: the CUDA runtime finds no GPU on this machine";
-#else
-  return "no CUDA device: this build has no CUDA kernels (NOEIRA_CUDA=OFF)";
-#endif
-}
-
 TEST(CudaTraining, MatchesTheCpuRunWithinFp32Tolerance) {
-  if (!cuda_available()) GTEST_SKIP() << no_gpu_reason();
+  NOEIRA_REQUIRE_GPU();
   TempDir dir;
   const Dataset train_set = blobs(1000, 1);
   const Dataset test_set = blobs(300, 2);
@@ -278,7 +271,7 @@ TEST(CudaTraining, MatchesTheCpuRunWithinFp32Tolerance) {
 }
 
 TEST(CudaTraining, IsBitReproducibleAndResumesExactly) {
-  if (!cuda_available()) GTEST_SKIP() << no_gpu_reason();
+  NOEIRA_REQUIRE_GPU();
   TempDir dir;
   const Dataset train_set = blobs(500, 1);
   const Dataset test_set = blobs(100, 2);

@@ -1,0 +1,24 @@
+#pragma once
+// The one way a GPU test skips where it cannot run: the same words everywhere, which
+// benchmarks/gpu_check.sh reads (on a GPU machine a "no CUDA device" skip fails the check).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/kernel_table.hpp"
+
+namespace noeira::testing {
+
+inline std::string no_cuda_reason() {
+#ifdef NOEIRA_HAVE_CUDA
+  return "the CUDA runtime finds no GPU on this machine";
+#else
+  return "this build has no CUDA kernels (NOEIRA_CUDA=OFF)";
+#endif
+}
+
+}  // namespace noeira::testing
+
+#define NOEIRA_REQUIRE_GPU()          \
+  if (!::noeira::cuda_available())    \
+  GTEST_SKIP() << "no CUDA device: " << ::noeira::testing::no_cuda_reason()
