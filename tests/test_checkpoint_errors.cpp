@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "checkpoint_test_util.hpp"
+#include "file_damage.hpp"
 #include "io/h5.hpp"
 
 namespace noeira {
@@ -19,20 +20,12 @@ namespace {
 using testing::CkptModel;
 using testing::TempDir;
 using testing::bits;
+using testing::data_offset;
 using testing::expect_error;
+using testing::flip_byte;
 using testing::make_meta;
 using testing::make_model;
 using testing::write_checkpoint;
-
-// Where a dataset's bytes start in its file (contiguous layout), or -1 when the file lacks it.
-std::int64_t data_offset(const std::filesystem::path& file, const std::string& dataset) {
-  io::h5::Lock held = io::h5::lock();
-  io::h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (f.get() < 0 || !io::h5::path_exists(f.get(), dataset, file)) return -1;
-  io::h5::Handle ds(H5Dopen2(f.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
-  const haddr_t addr = H5Dget_offset(ds.get());
-  return addr == HADDR_UNDEF ? -1 : static_cast<std::int64_t>(addr);
-}
 
 std::vector<char> read_bytes(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -42,12 +35,6 @@ std::vector<char> read_bytes(const std::filesystem::path& file) {
 void write_bytes(const std::filesystem::path& file, const std::vector<char>& bytes) {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-void flip_byte(const std::filesystem::path& file, std::int64_t at) {
-  std::vector<char> bytes = read_bytes(file);
-  bytes.at(static_cast<std::size_t>(at)) ^= static_cast<char>(0xff);
-  write_bytes(file, bytes);
 }
 
 // Opens the checkpoint and reads every tensor.

@@ -9,7 +9,6 @@
 //   errors naming the file or tensor, with a non-zero exit and no signal.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <hdf5.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -28,8 +27,8 @@
 #include <vector>
 
 #include "cli_test_util.hpp"
+#include "file_damage.hpp"
 #include "io/checkpoint_reader.hpp"
-#include "io/h5.hpp"
 
 extern char** environ;
 
@@ -38,7 +37,9 @@ namespace {
 
 using testing::Output;
 using testing::TempDir;
+using testing::data_offset;
 using testing::expect_one_error_line;
+using testing::flip_byte;
 using testing::inspect_tensors;
 using testing::noeira;
 using testing::slurp;
@@ -274,25 +275,6 @@ TEST(CheckpointKill, SigkillAtRandomMomentsLeavesALoadableLatest) {
 
 // ---------------------------------------------------------------------------------------------
 // Bad checkpoints through the binary.
-
-// Where a dataset's bytes start in its file (contiguous layout), or -1 when the file lacks it.
-std::int64_t data_offset(const std::filesystem::path& file, const std::string& dataset) {
-  io::h5::Lock held = io::h5::lock();
-  io::h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  if (f.get() < 0 || !io::h5::path_exists(f.get(), dataset, file)) return -1;
-  io::h5::Handle ds(H5Dopen2(f.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
-  const haddr_t addr = H5Dget_offset(ds.get());
-  return addr == HADDR_UNDEF ? -1 : static_cast<std::int64_t>(addr);
-}
-
-void flip_byte(const std::filesystem::path& file, std::int64_t at) {
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(at);
-  char c = 0;
-  f.get(c);
-  f.seekp(at);
-  f.put(static_cast<char>(c ^ 0xff));
-}
 
 class CheckpointBadInput : public ::testing::Test {
  protected:
