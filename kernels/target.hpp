@@ -9,9 +9,10 @@ namespace noeira {
 // Where a tensor's live storage is and which kernels run on it.
 enum class Target : std::uint8_t { Cpu, Cuda };
 
-// Element types. Only F32 carries parameters today; I32 carries token ids and labels;
-// BF16 is reserved so that storage code already sizes elements by dtype.
-enum class DType : std::uint8_t { F32, I32, BF16 };
+// Element types. F32 carries parameters and activations; I32 token ids and labels; F64 and I64
+// host-side scalars (loss sums, counters) in collectives and device accumulators; BF16 is
+// reserved so that storage code already sizes elements by dtype.
+enum class DType : std::uint8_t { F32, I32, BF16, F64, I64 };
 
 // The activation fused after a Linear, or applied on its own by an activation leaf.
 enum class Activation : std::uint8_t { Identity, ReLU, Tanh, Sigmoid, GeluTanh, GeluErf, SiLU };
@@ -27,9 +28,36 @@ constexpr std::size_t dtype_size(DType t) {
     case DType::F32: return 4;
     case DType::I32: return 4;
     case DType::BF16: return 2;
+    case DType::F64: return 8;
+    case DType::I64: return 8;
   }
   return 0;
 }
+
+constexpr std::string_view to_string(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::I32: return "i32";
+    case DType::BF16: return "bf16";
+    case DType::F64: return "f64";
+    case DType::I64: return "i64";
+  }
+  return "?";
+}
+
+// The DType of a C++ element type: dtype_of<float> == DType::F32 (no other type compiles).
+template <class T>
+struct DTypeOf;
+template <>
+struct DTypeOf<float> { static constexpr DType value = DType::F32; };
+template <>
+struct DTypeOf<std::int32_t> { static constexpr DType value = DType::I32; };
+template <>
+struct DTypeOf<double> { static constexpr DType value = DType::F64; };
+template <>
+struct DTypeOf<std::int64_t> { static constexpr DType value = DType::I64; };
+template <class T>
+inline constexpr DType dtype_of = DTypeOf<T>::value;
 
 constexpr std::string_view to_string(Target t) { return t == Target::Cpu ? "cpu" : "cuda"; }
 

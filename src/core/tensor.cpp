@@ -51,15 +51,11 @@ Tensor::Tensor(Shape shape, Target target, DType dtype)
 }
 
 Tensor Tensor::from_host(Shape shape, std::span<const float> values, Target target) {
-  Tensor t(std::move(shape), target, DType::F32);
-  t.copy_from(values);
-  return t;
+  return from_host_as<float>(std::move(shape), values, target);
 }
 
 Tensor Tensor::from_host_ids(Shape shape, std::span<const std::int32_t> ids, Target target) {
-  Tensor t(std::move(shape), target, DType::I32);
-  t.copy_from_ids(ids);
-  return t;
+  return from_host_as<std::int32_t>(std::move(shape), ids, target);
 }
 
 std::int64_t Tensor::row_size() const {
@@ -101,43 +97,40 @@ const std::int32_t* Tensor::ids() const {
   return static_cast<const std::int32_t*>(raw());
 }
 
-std::vector<float> Tensor::to_vector() const {
-  std::vector<float> out(static_cast<std::size_t>(numel()));
-  if (!out.empty()) {
-    kernels_for(target_).download(nullptr, out.data(), data(), out.size() * sizeof(float));
-  }
-  return out;
+void Tensor::upload_bytes(const void* host, std::size_t count, std::size_t elem_bytes) {
+  NOEIRA_CHECK(static_cast<std::int64_t>(count) == numel() && elem_bytes == dtype_size(dtype_),
+               "copying ", count, " values of ", elem_bytes, " bytes into a ", to_string(dtype_),
+               " tensor of shape ", shape_string(shape_));
+  if (count != 0) kernels_for(target_).upload(nullptr, raw(), host, count * elem_bytes);
 }
 
-std::vector<std::int32_t> Tensor::to_ids() const {
-  std::vector<std::int32_t> out(static_cast<std::size_t>(numel()));
-  if (!out.empty()) {
-    kernels_for(target_).download(nullptr, out.data(), ids(), out.size() * sizeof(std::int32_t));
-  }
-  return out;
+void Tensor::download_bytes(void* host, std::size_t bytes) const {
+  if (bytes != 0) kernels_for(target_).download(nullptr, host, raw(), bytes);
 }
+
+std::vector<float> Tensor::to_vector() const { return to_host<float>(); }
+
+std::vector<std::int32_t> Tensor::to_ids() const { return to_host<std::int32_t>(); }
 
 void Tensor::copy_from(std::span<const float> values) {
-  NOEIRA_CHECK(static_cast<std::int64_t>(values.size()) == numel(), "copying ", values.size(),
-               " values into a tensor of shape ", shape_string(shape_));
-  if (!values.empty()) {
-    kernels_for(target_).upload(nullptr, data(), values.data(), values.size() * sizeof(float));
-  }
+  check_dtype(DType::F32);
+  upload_bytes(values.data(), values.size(), sizeof(float));
 }
 
 void Tensor::copy_from_ids(std::span<const std::int32_t> values) {
-  NOEIRA_CHECK(static_cast<std::int64_t>(values.size()) == numel(), "copying ", values.size(),
-               " ids into a tensor of shape ", shape_string(shape_));
-  if (!values.empty()) {
-    kernels_for(target_).upload(nullptr, ids(), values.data(),
-                                values.size() * sizeof(std::int32_t));
-  }
+  check_dtype(DType::I32);
+  upload_bytes(values.data(), values.size(), sizeof(std::int32_t));
 }
 
 void Tensor::zero() {
   if (numel() == 0) return;
-  NOEIRA_CHECK(dtype_ != DType::BF16, "zero() on bf16 tensors is not supported yet");
-  kernels_for(target_).fill(nullptr, static_cast<float*>(raw()), 0.0f, numel());
+  // All-zero bits are zero in every dtype; a view's offset keeps whole floats except for bf16.
+  const std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype_);
+  NOEIRA_CHECK(bytes % sizeof(float) == 0 && offset_ * dtype_size(dtype_) % sizeof(float) == 0,
+               "zero() of a ", to_string(dtype_), " tensor of shape ", shape_string(shape_),
+               " that does not cover whole 4-byte words");
+  kernels_for(target_).fill(nullptr, static_cast<float*>(raw()), 0.0f,
+                            static_cast<std::int64_t>(bytes / sizeof(float)));
 }
 
 void Tensor::resize(const Shape& shape, Target target) {

@@ -45,6 +45,13 @@ class Tensor {
   static Tensor from_host(Shape shape, std::span<const float> values, Target target = Target::Cpu);
   static Tensor from_host_ids(Shape shape, std::span<const std::int32_t> ids,
                               Target target = Target::Cpu);
+  // Any element type: from_host_as<double>({2}, values, target).
+  template <class T>
+  static Tensor from_host_as(Shape shape, std::span<const T> values, Target target = Target::Cpu) {
+    Tensor t(std::move(shape), target, dtype_of<T>);
+    t.upload_bytes(values.data(), values.size(), sizeof(T));
+    return t;
+  }
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
@@ -61,9 +68,27 @@ class Tensor {
   const float* data() const;
   std::int32_t* ids();
   const std::int32_t* ids() const;
+  // The same for any element type: as<double>() for an F64 tensor.
+  template <class T>
+  T* as() {
+    check_dtype(dtype_of<T>);
+    return static_cast<T*>(raw());
+  }
+  template <class T>
+  const T* as() const {
+    check_dtype(dtype_of<T>);
+    return static_cast<const T*>(raw());
+  }
 
   std::vector<float> to_vector() const;
   std::vector<std::int32_t> to_ids() const;
+  template <class T>
+  std::vector<T> to_host() const {
+    check_dtype(dtype_of<T>);
+    std::vector<T> out(static_cast<std::size_t>(numel()));
+    download_bytes(out.data(), out.size() * sizeof(T));
+    return out;
+  }
   void copy_from(std::span<const float> values);
   void copy_from_ids(std::span<const std::int32_t> ids);
   void zero();
@@ -80,6 +105,9 @@ class Tensor {
   void* raw();
   const void* raw() const;
   void check_dtype(DType expected) const;
+  // count elements of elem_bytes each, checked against numel.
+  void upload_bytes(const void* host, std::size_t count, std::size_t elem_bytes);
+  void download_bytes(void* host, std::size_t bytes) const;
 
   std::shared_ptr<Storage> storage_;
   std::int64_t offset_ = 0;  // in elements
