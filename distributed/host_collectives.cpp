@@ -1,41 +1,40 @@
 #include "distributed/host_collectives.hpp"
 
-#include <algorithm>
-
-#include "core/tensor.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace noeira::dist {
 
-void allreduce_host(ProcessGroup& group, std::span<float> values) {
+void allreduce_host(ProcessGroup& group, Buffer values) {
   if (group.buffer_target() == Target::Cpu) {
     group.allreduce(values).wait();
     return;
   }
-  Tensor staged = Tensor::from_host({static_cast<std::int64_t>(values.size())}, values,
-                                    group.buffer_target());
-  group.allreduce(std::span<float>(staged.data(), values.size())).wait();
-  const std::vector<float> sums = staged.to_vector();
-  std::copy(sums.begin(), sums.end(), values.begin());
+  const KernelTable& k = kernels_for(group.buffer_target());
+  Buffer staged = values;
+  staged.data = group.staging(values.bytes());
+  k.upload(nullptr, staged.data, values.data, values.bytes());
+  group.allreduce(staged).wait();
+  k.download(nullptr, values.data, staged.data, values.bytes());
 }
 
-void all_gather_host(ProcessGroup& group, std::span<const float> in, std::span<float> out) {
-  NOEIRA_CHECK(out.size() == in.size() * static_cast<std::size_t>(group.size()),
-               "all_gather_host: ", out.size(), " outputs for ", in.size(), " inputs on ",
-               group.size(), " ranks");
+void all_gather_host(ProcessGroup& group, ConstBuffer in, Buffer out) {
+  NOEIRA_CHECK(out.count == in.count * static_cast<std::size_t>(group.size()) &&
+                   in.dtype == out.dtype,
+               "all_gather_host: ", out.count, " ", to_string(out.dtype), " outputs for ",
+               in.count, " ", to_string(in.dtype), " inputs on ", group.size(), " ranks");
   if (group.buffer_target() == Target::Cpu) {
     group.all_gather(in, out).wait();
     return;
   }
-  const Target target = group.buffer_target();
-  Tensor staged_in = Tensor::from_host({static_cast<std::int64_t>(in.size())}, in, target);
-  Tensor staged_out({static_cast<std::int64_t>(out.size())}, target);
-  group
-      .all_gather(std::span<const float>(staged_in.data(), in.size()),
-                  std::span<float>(staged_out.data(), out.size()))
-      .wait();
-  const std::vector<float> gathered = staged_out.to_vector();
-  std::copy(gathered.begin(), gathered.end(), out.begin());
+  const KernelTable& k = kernels_for(group.buffer_target());
+  // One staging buffer: this rank's input goes where its segment of the output lands (in place).
+  Buffer staged = out;
+  staged.data = group.staging(out.bytes());
+  Buffer mine = staged.sub(static_cast<std::size_t>(group.rank()) * in.count, in.count);
+  k.upload(nullptr, mine.data, in.data, in.bytes());
+  group.all_gather(mine, staged).wait();
+  k.download(nullptr, out.data, staged.data, out.bytes());
 }
 
 }  // namespace noeira::dist

@@ -95,6 +95,17 @@ bool MpiRuntime::launched_by_mpi() {
 
 namespace {
 
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::F64: return MPI_DOUBLE;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+    case DType::BF16: break;
+  }
+  throw Error(detail::concat("MPI process group: no ", to_string(dtype), " collectives"));
+}
+
 int count_of(std::int64_t n, const CollectiveCall& call) {
   if (n > INT_MAX) {
     throw Error(detail::concat(to_string(call.kind), " #", call.seq, ": ", n,
@@ -149,42 +160,44 @@ class MpiProcessGroup final : public ProcessGroup {
     MPI_Request req = MPI_REQUEST_NULL;
     std::function<void()> on_complete;
     const int n = count_of(call.count, call);
+    const MPI_Datatype type = mpi_type(call.out.dtype);
+    const std::size_t elem = dtype_size(call.out.dtype);
+    char* out = static_cast<char*>(call.out.data);
+    const char* in = call.in.bytes_begin();
     switch (call.kind) {
       case Collective::AllReduce:
-        NOEIRA_MPI_CHECK(
-            MPI_Iallreduce(MPI_IN_PLACE, call.out.data(), n, MPI_FLOAT, MPI_SUM, comm, &req));
+        NOEIRA_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, out, n, type, MPI_SUM, comm, &req));
         break;
       case Collective::ReduceScatter: {
-        count_of(static_cast<std::int64_t>(call.in.size()), call);
-        const std::size_t seg = static_cast<std::size_t>(rank()) * call.out.size();
-        if (call.out.data() == call.in.data() + seg) {
+        count_of(static_cast<std::int64_t>(call.in.count), call);
+        const std::size_t seg = static_cast<std::size_t>(rank()) * call.out.bytes();
+        if (out == in + seg) {
           // MPI's in-place form reads the whole buffer and leaves the result at its START; the
           // funnel's contract puts it at this rank's segment, so move it there on completion.
           // The buffer is the caller's writable `out` region's enclosing array.
-          float* whole = call.out.data() - seg;
+          char* whole = out - seg;
           NOEIRA_MPI_CHECK(
-              MPI_Ireduce_scatter_block(MPI_IN_PLACE, whole, n, MPI_FLOAT, MPI_SUM, comm, &req));
+              MPI_Ireduce_scatter_block(MPI_IN_PLACE, whole, n, type, MPI_SUM, comm, &req));
           if (seg != 0) {
-            on_complete = [whole, out = call.out] {
-              std::memmove(out.data(), whole, out.size() * sizeof(float));
+            on_complete = [whole, out, bytes = call.out.bytes()] {
+              std::memmove(out, whole, bytes);
             };
           }
         } else {
-          NOEIRA_MPI_CHECK(MPI_Ireduce_scatter_block(call.in.data(), call.out.data(), n, MPI_FLOAT,
-                                                     MPI_SUM, comm, &req));
+          NOEIRA_MPI_CHECK(
+              MPI_Ireduce_scatter_block(call.in.data, out, n, type, MPI_SUM, comm, &req));
         }
         break;
       }
       case Collective::AllGather: {
-        count_of(static_cast<std::int64_t>(call.out.size()), call);
-        const bool in_place =
-            call.in.data() == call.out.data() + static_cast<std::size_t>(rank()) * call.in.size();
-        NOEIRA_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : call.in.data(), n, MPI_FLOAT,
-                                        call.out.data(), n, MPI_FLOAT, comm, &req));
+        count_of(static_cast<std::int64_t>(call.out.count), call);
+        const bool in_place = in == out + static_cast<std::size_t>(rank()) * call.in.count * elem;
+        NOEIRA_MPI_CHECK(MPI_Iallgather(in_place ? MPI_IN_PLACE : call.in.data, n, type, out, n,
+                                        type, comm, &req));
         break;
       }
       case Collective::Broadcast:
-        NOEIRA_MPI_CHECK(MPI_Ibcast(call.out.data(), n, MPI_FLOAT, call.root, comm, &req));
+        NOEIRA_MPI_CHECK(MPI_Ibcast(out, n, type, call.root, comm, &req));
         break;
       case Collective::Barrier:
         NOEIRA_MPI_CHECK(MPI_Ibarrier(comm, &req));

@@ -80,6 +80,17 @@ int select_local_device(MPI_Comm comm) {
 
 namespace {
 
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return ncclFloat32;
+    case DType::F64: return ncclFloat64;
+    case DType::I32: return ncclInt32;
+    case DType::I64: return ncclInt64;
+    case DType::BF16: break;
+  }
+  throw Error(detail::concat("NCCL process group: no ", to_string(dtype), " collectives"));
+}
+
 // Makes `device` current on the calling thread for a scope, and restores the previous one.
 class DeviceGuard {
  public:
@@ -290,25 +301,26 @@ class NcclProcessGroup final : public ProcessGroup {
     const ncclComm_t c = s.comm.load();
     if (!use || c == nullptr) throw Error("the NCCL communicator is aborted or closed");
     const auto n = static_cast<std::size_t>(call.count);
+    const ncclDataType_t type = nccl_type(call.out.dtype);
     // Counts are equal on every rank, so an empty op is skipped on all of them alike.
     if (n == 0 && call.kind != Collective::Barrier) return;
     switch (call.kind) {
       case Collective::AllReduce:
-        NCCL_CHECK(ncclAllReduce(call.out.data(), call.out.data(), n, ncclFloat32, ncclSum, c,
+        NCCL_CHECK(ncclAllReduce(call.out.data, call.out.data, n, type, ncclSum, c,
                                  s.comm_stream));
         break;
       case Collective::ReduceScatter:
         // In place when out is this rank's segment of in: NCCL's in-place rule is the funnel's.
-        NCCL_CHECK(ncclReduceScatter(call.in.data(), call.out.data(), n, ncclFloat32, ncclSum, c,
+        NCCL_CHECK(ncclReduceScatter(call.in.data, call.out.data, n, type, ncclSum, c,
                                      s.comm_stream));
         break;
       case Collective::AllGather:
         // In place when in is this rank's segment of out: again the same rule in both.
         NCCL_CHECK(
-            ncclAllGather(call.in.data(), call.out.data(), n, ncclFloat32, c, s.comm_stream));
+            ncclAllGather(call.in.data, call.out.data, n, type, c, s.comm_stream));
         break;
       case Collective::Broadcast:
-        NCCL_CHECK(ncclBroadcast(call.out.data(), call.out.data(), n, ncclFloat32, call.root, c,
+        NCCL_CHECK(ncclBroadcast(call.out.data, call.out.data, n, type, call.root, c,
                                  s.comm_stream));
         break;
       case Collective::Barrier:

@@ -315,11 +315,7 @@ double ShardingPolicy::grad_sum_squares() {
     }
   }
   if (policy_ == Policy::Ddp) return local;  // every rank holds the whole reduced gradient
-  // The collectives are fp32: send the double as a head and a tail so the sum keeps ~48 bits.
-  const float head = static_cast<float>(local);
-  float parts[2] = {head, static_cast<float>(local - static_cast<double>(head))};
-  allreduce_host(group_, parts);
-  return static_cast<double>(parts[0]) + static_cast<double>(parts[1]);
+  return sum_over_ranks(group_, local);
 }
 
 double ShardingPolicy::clip_grad_norm(double max_norm) {

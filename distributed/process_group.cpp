@@ -1,9 +1,11 @@
 #include "distributed/process_group.hpp"
 
+#include <algorithm>
 #include <exception>
 
 #include "distributed/watchdog.hpp"
 #include "kernels/error.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace noeira::dist {
 
@@ -41,11 +43,33 @@ namespace {
   }
 }
 
-bool overlaps(std::span<const float> a, std::span<const float> b) {
-  if (a.empty() || b.empty()) return false;
-  return a.data() < b.data() + b.size() && b.data() < a.data() + a.size();
+bool overlaps(ConstBuffer a, ConstBuffer b) {
+  if (a.count == 0 || b.count == 0) return false;
+  return a.bytes_begin() < b.bytes_begin() + b.bytes() &&
+         b.bytes_begin() < a.bytes_begin() + a.bytes();
+}
+
+// Whether `part` is exactly segment `index` of `whole` (of part.count elements each).
+bool is_segment(ConstBuffer part, ConstBuffer whole, int index) {
+  return part.dtype == whole.dtype &&
+         part.bytes_begin() == whole.bytes_begin() + static_cast<std::size_t>(index) * part.bytes();
+}
+
+void check_same_dtype(Collective kind, ConstBuffer in, Buffer out) {
+  NOEIRA_CHECK(in.dtype == out.dtype, to_string(kind), ": input is ", to_string(in.dtype),
+               ", output is ", to_string(out.dtype));
+  NOEIRA_CHECK(in.dtype != DType::BF16, to_string(kind), ": bf16 buffers are not supported");
 }
 }  // namespace
+
+Buffer Buffer::sub(std::size_t first, std::size_t n) const {
+  NOEIRA_CHECK(first + n <= count, "buffer of ", count, " elements: no sub-buffer [", first, ", ",
+               first + n, ")");
+  Buffer b = *this;
+  b.data = static_cast<char*>(data) + first * dtype_size(dtype);
+  b.count = n;
+  return b;
+}
 
 // --- Work --------------------------------------------------------------------------------------
 
@@ -118,44 +142,55 @@ ProcessGroup::ProcessGroup(int rank, int size, const ProcessGroupOptions& option
 
 ProcessGroup::~ProcessGroup() = default;
 
-Work ProcessGroup::allreduce(std::span<float> buf, const CollectiveOptions& opts) {
-  return run(Collective::AllReduce, buf, buf, 0, static_cast<std::int64_t>(buf.size()), opts);
+Work ProcessGroup::allreduce(Buffer buf, const CollectiveOptions& opts) {
+  return run(Collective::AllReduce, buf, buf, 0, static_cast<std::int64_t>(buf.count), opts);
 }
 
-Work ProcessGroup::reduce_scatter(std::span<const float> in, std::span<float> out,
-                                  const CollectiveOptions& opts) {
-  NOEIRA_CHECK(in.size() == out.size() * static_cast<std::size_t>(size_),
-               "reduce_scatter: input of ", in.size(), " elements must be ", size_, " x output of ",
-               out.size());
-  const bool in_place = out.data() == in.data() + static_cast<std::size_t>(rank_) * out.size();
-  NOEIRA_CHECK(in_place || !overlaps(in, out),
+Work ProcessGroup::reduce_scatter(ConstBuffer in, Buffer out, const CollectiveOptions& opts) {
+  check_same_dtype(Collective::ReduceScatter, in, out);
+  NOEIRA_CHECK(in.count == out.count * static_cast<std::size_t>(size_),
+               "reduce_scatter: input of ", in.count, " elements must be ", size_, " x output of ",
+               out.count);
+  NOEIRA_CHECK(is_segment(out, in, rank_) || !overlaps(in, out),
                "reduce_scatter: output overlaps input but is not this rank's segment");
-  return run(Collective::ReduceScatter, in, out, 0, static_cast<std::int64_t>(out.size()), opts);
+  return run(Collective::ReduceScatter, in, out, 0, static_cast<std::int64_t>(out.count), opts);
 }
 
-Work ProcessGroup::all_gather(std::span<const float> in, std::span<float> out,
-                              const CollectiveOptions& opts) {
-  NOEIRA_CHECK(out.size() == in.size() * static_cast<std::size_t>(size_), "all_gather: output of ",
-               out.size(), " elements must be ", size_, " x input of ", in.size());
-  const bool in_place = in.data() == out.data() + static_cast<std::size_t>(rank_) * in.size();
-  NOEIRA_CHECK(in_place || !overlaps(in, out),
+Work ProcessGroup::all_gather(ConstBuffer in, Buffer out, const CollectiveOptions& opts) {
+  check_same_dtype(Collective::AllGather, in, out);
+  NOEIRA_CHECK(out.count == in.count * static_cast<std::size_t>(size_), "all_gather: output of ",
+               out.count, " elements must be ", size_, " x input of ", in.count);
+  NOEIRA_CHECK(is_segment(in, out, rank_) || !overlaps(in, out),
                "all_gather: input overlaps output but is not this rank's segment");
-  return run(Collective::AllGather, in, out, 0, static_cast<std::int64_t>(in.size()), opts);
+  return run(Collective::AllGather, in, out, 0, static_cast<std::int64_t>(in.count), opts);
 }
 
-Work ProcessGroup::broadcast(std::span<float> buf, int root, const CollectiveOptions& opts) {
+Work ProcessGroup::broadcast(Buffer buf, int root, const CollectiveOptions& opts) {
   NOEIRA_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " out of ", size_, " ranks");
-  return run(Collective::Broadcast, buf, buf, root, static_cast<std::int64_t>(buf.size()), opts);
+  return run(Collective::Broadcast, buf, buf, root, static_cast<std::int64_t>(buf.count), opts);
+}
+
+void* ProcessGroup::staging(std::size_t bytes) {
+  if (bytes > staging_bytes_) {
+    const KernelTable& k = kernels_for(buffer_target());
+    const std::size_t grown = std::max<std::size_t>(bytes, 256);
+    staging_ = std::shared_ptr<void>(k.allocate(grown), [release = k.release](void* p) {
+      if (p != nullptr) release(p);
+    });
+    staging_bytes_ = grown;
+  }
+  return staging_.get();
 }
 
 Work ProcessGroup::barrier(const CollectiveOptions& opts) {
   return run(Collective::Barrier, {}, {}, 0, 0, opts);
 }
 
-Work ProcessGroup::run(Collective kind, std::span<const float> in, std::span<float> out, int root,
-                       std::int64_t count, const CollectiveOptions& opts) {
+Work ProcessGroup::run(Collective kind, ConstBuffer in, Buffer out, int root, std::int64_t count,
+                       const CollectiveOptions& opts) {
   NOEIRA_CHECK(opts.timeout == kInheritTimeout || opts.timeout > Milliseconds::zero(),
                to_string(kind), ": timeout must be > 0 or kInheritTimeout");
+  check_same_dtype(kind, in, out);
   CollectiveCall call;
   call.kind = kind;
   call.seq = ++seq_;
@@ -178,6 +213,8 @@ Work ProcessGroup::run(Collective kind, std::span<const float> in, std::span<flo
   }
   tally_.ops[static_cast<std::size_t>(kind)] += 1;
   tally_.elements[static_cast<std::size_t>(kind)] += count;
+  tally_.bytes[static_cast<std::size_t>(kind)] +=
+      count * static_cast<std::int64_t>(dtype_size(out.dtype));
   return Work(std::move(state));
 }
 

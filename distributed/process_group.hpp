@@ -1,8 +1,10 @@
 #pragma once
 // The collective interface every sharding policy talks to (c10d-like). One shape per op:
 //   op(buffers, const CollectiveOptions& = {}) -> Work
-// Buffers are fp32 spans (element counts travel with the span, never bytes); reductions are sums
-// and the caller applies 1/N. Backends: MPI (real processes), simulated (threads in one process),
+// A buffer is a typed span: pointer, element count and DType together (Buffer / ConstBuffer, made
+// from any std::span of float, double, int32 or int64), so element counts travel with their type
+// and never as bytes; fp32 carries tensors, fp64 and int64 carry host scalars (loss sums,
+// counters) exactly. Reductions are sums in the buffer's type and the caller applies 1/N. Backends: MPI (real processes), simulated (threads in one process),
 // NCCL (real processes, device buffers: the spans hold device addresses). A group's buffers live
 // on one target (buffer_target()); small host values (loss sums, flags) go through
 // allreduce_host / all_gather_host (distributed/host_collectives.hpp), which stage them on the
@@ -25,15 +27,56 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "kernels/target.hpp"
 
 namespace noeira::dist {
 
 class Watchdog;
+
+// A collective's buffer: where, how many elements, of which type. Made from a span, so the count
+// is the span's and the type is the element type's.
+struct Buffer {
+  void* data = nullptr;
+  std::size_t count = 0;
+  DType dtype = DType::F32;
+
+  Buffer() = default;
+  // From any contiguous range of writable elements: a span, a vector, an array.
+  template <class R>
+    requires std::ranges::contiguous_range<R> && std::ranges::sized_range<R>
+  Buffer(R&& r)  // NOLINT: implicit, as a span would be
+      : data(std::ranges::data(r)),
+        count(std::ranges::size(r)),
+        dtype(dtype_of<std::ranges::range_value_t<R>>) {}
+
+  std::size_t bytes() const { return count * dtype_size(dtype); }
+  // The same buffer, `first` elements in, `n` long (element arithmetic in the buffer's type).
+  Buffer sub(std::size_t first, std::size_t n) const;
+};
+
+struct ConstBuffer {
+  const void* data = nullptr;
+  std::size_t count = 0;
+  DType dtype = DType::F32;
+
+  ConstBuffer() = default;
+  template <class R>
+    requires std::ranges::contiguous_range<R> && std::ranges::sized_range<R>
+  ConstBuffer(R&& r)  // NOLINT: implicit, as a span would be
+      : data(std::ranges::data(r)),
+        count(std::ranges::size(r)),
+        dtype(dtype_of<std::ranges::range_value_t<R>>) {}
+  ConstBuffer(Buffer b) : data(b.data), count(b.count), dtype(b.dtype) {}  // NOLINT
+
+  std::size_t bytes() const { return count * dtype_size(dtype); }
+  const char* bytes_begin() const { return static_cast<const char*>(data); }
+};
 
 using Milliseconds = std::chrono::milliseconds;
 
@@ -49,14 +92,16 @@ inline constexpr std::size_t kCollectiveKinds = 5;
 std::string_view to_string(Collective c);
 
 // What this rank handed to a group's collectives: per kind, the ops started and the elements per
-// rank they moved (CollectiveCall::count). distributed/comm_volume.hpp turns it into elements
-// sent; the funnel counts, so every backend is counted alike.
+// rank they moved (CollectiveCall::count), and those elements' bytes. distributed/comm_volume.hpp
+// turns it into elements sent; the funnel counts, so every backend is counted alike.
 struct CollectiveTally {
   std::array<std::uint64_t, kCollectiveKinds> ops{};
   std::array<std::int64_t, kCollectiveKinds> elements{};
+  std::array<std::int64_t, kCollectiveKinds> bytes{};
 
   std::uint64_t ops_of(Collective c) const { return ops[static_cast<std::size_t>(c)]; }
   std::int64_t elements_of(Collective c) const { return elements[static_cast<std::size_t>(c)]; }
+  std::int64_t bytes_of(Collective c) const { return bytes[static_cast<std::size_t>(c)]; }
 };
 
 struct CollectiveOptions {
@@ -68,12 +113,12 @@ struct ProcessGroupOptions {
 };
 
 // One op as the funnel hands it to a backend. For allreduce and broadcast, in and out are the
-// same buffer; for barrier both are empty.
+// same buffer; for barrier both are empty. in and out have the same dtype (the funnel checks).
 struct CollectiveCall {
   Collective kind = Collective::Barrier;
   std::uint64_t seq = 0;
-  std::span<const float> in;
-  std::span<float> out;
+  ConstBuffer in;
+  Buffer out;
   int root = 0;
   Milliseconds timeout{0};
   // Elements per rank that the op moves: the buffer for allreduce / broadcast, the shard for
@@ -137,19 +182,21 @@ class ProcessGroup {
   const CollectiveTally& tally() const { return tally_; }
   void reset_tally() { tally_ = {}; }
 
+  // At least `bytes` of buffer_target() memory for staging host values (host_collectives.hpp):
+  // kept and grown, never freed per call, because a device free synchronizes the device.
+  void* staging(std::size_t bytes);
+
   // buf = sum over ranks of buf.
-  Work allreduce(std::span<float> buf, const CollectiveOptions& opts = {});
-  // out = rank r's segment [r·out.size(), (r+1)·out.size()) of the sum over ranks of in;
-  // in.size() == out.size()·size(). In place when out is exactly this rank's segment of in (the
+  Work allreduce(Buffer buf, const CollectiveOptions& opts = {});
+  // out = rank r's segment [r·out.count, (r+1)·out.count) of the sum over ranks of in;
+  // in.count == out.count·size(). In place when out is exactly this rank's segment of in (the
   // rest of in is then unspecified afterwards); any other overlap is refused.
-  Work reduce_scatter(std::span<const float> in, std::span<float> out,
-                      const CollectiveOptions& opts = {});
-  // out segment q = rank q's in; out.size() == in.size()·size(). In place when in is exactly this
+  Work reduce_scatter(ConstBuffer in, Buffer out, const CollectiveOptions& opts = {});
+  // out segment q = rank q's in; out.count == in.count·size(). In place when in is exactly this
   // rank's segment of out; any other overlap is refused.
-  Work all_gather(std::span<const float> in, std::span<float> out,
-                  const CollectiveOptions& opts = {});
+  Work all_gather(ConstBuffer in, Buffer out, const CollectiveOptions& opts = {});
   // buf = root's buf.
-  Work broadcast(std::span<float> buf, int root, const CollectiveOptions& opts = {});
+  Work broadcast(Buffer buf, int root, const CollectiveOptions& opts = {});
   // Completes once every rank has entered it.
   Work barrier(const CollectiveOptions& opts = {});
 
@@ -161,8 +208,8 @@ class ProcessGroup {
   virtual std::unique_ptr<WorkImpl> start(const CollectiveCall& call) = 0;
 
  private:
-  Work run(Collective kind, std::span<const float> in, std::span<float> out, int root,
-           std::int64_t count, const CollectiveOptions& opts);
+  Work run(Collective kind, ConstBuffer in, Buffer out, int root, std::int64_t count,
+           const CollectiveOptions& opts);
 
   int rank_;
   int size_;
@@ -170,6 +217,8 @@ class ProcessGroup {
   std::uint64_t seq_ = 0;
   CollectiveTally tally_;
   std::shared_ptr<Watchdog> watchdog_;
+  std::shared_ptr<void> staging_;  // buffer_target() memory, staging_bytes_ long
+  std::size_t staging_bytes_ = 0;
 };
 
 // "allreduce #17 (rank 0 of 2)": how errors name an op.

@@ -22,11 +22,12 @@ struct Slot {
   Collective kind;
   std::int64_t count;
   int root;
-  int first_rank;  // whose call defines kind, count and root for the mismatch check
+  DType dtype;
+  int first_rank;  // whose call defines kind, count, root and dtype for the mismatch check
   int arrivals = 0;
   std::vector<bool> arrived;     // [ranks]
-  std::vector<const float*> in;  // [ranks]
-  std::vector<float*> out;       // [ranks]
+  std::vector<const char*> in;   // [ranks] byte addresses of each rank's buffers
+  std::vector<char*> out;        // [ranks]
   bool done = false;
 };
 
@@ -48,21 +49,23 @@ class SimWorld {
     throw_if_aborted();
     std::shared_ptr<Slot>& slot = slots_[call.seq];
     if (!slot) {
-      slot = std::make_shared<Slot>(Slot{
-          call.kind, call.count, call.root, rank, 0, std::vector<bool>(ranks_, false),
-          std::vector<const float*>(ranks_, nullptr), std::vector<float*>(ranks_, nullptr), false});
-    } else if (slot->kind != call.kind || slot->count != call.count || slot->root != call.root) {
-      const std::string reason =
-          detail::concat("collective mismatch at #", call.seq, ": rank ", slot->first_rank,
-                         " entered ", entered(slot->kind, slot->count, slot->root), ", rank ", rank,
-                         " entered ", entered(call.kind, call.count, call.root));
+      slot = std::make_shared<Slot>(Slot{call.kind, call.count, call.root, call.out.dtype, rank, 0,
+                                         std::vector<bool>(ranks_, false),
+                                         std::vector<const char*>(ranks_, nullptr),
+                                         std::vector<char*>(ranks_, nullptr), false});
+    } else if (slot->kind != call.kind || slot->count != call.count || slot->root != call.root ||
+               slot->dtype != call.out.dtype) {
+      const std::string reason = detail::concat(
+          "collective mismatch at #", call.seq, ": rank ", slot->first_rank, " entered ",
+          entered(slot->kind, slot->count, slot->root, slot->dtype), ", rank ", rank, " entered ",
+          entered(call.kind, call.count, call.root, call.out.dtype));
       abort_locked(reason, -1);
       throw Error(reason);
     }
     std::shared_ptr<Slot> mine = slot;  // `slot` dangles once erased below
     mine->arrived[static_cast<std::size_t>(rank)] = true;
-    mine->in[static_cast<std::size_t>(rank)] = call.in.data();
-    mine->out[static_cast<std::size_t>(rank)] = call.out.data();
+    mine->in[static_cast<std::size_t>(rank)] = call.in.bytes_begin();
+    mine->out[static_cast<std::size_t>(rank)] = static_cast<char*>(call.out.data);
     if (++mine->arrivals == ranks_) {
       // Under the lock: an abort cannot interleave with the writes into the ranks' buffers.
       perform(*mine);
@@ -99,8 +102,9 @@ class SimWorld {
   }
 
  private:
-  static std::string entered(Collective kind, std::int64_t count, int root) {
-    std::string s = detail::concat(to_string(kind), " of ", count, " elements");
+  static std::string entered(Collective kind, std::int64_t count, int root, DType dtype) {
+    std::string s =
+        detail::concat(to_string(kind), " of ", count, " elements (", to_string(dtype), ")");
     if (kind == Collective::Broadcast) s += detail::concat(" from root ", root);
     return s;
   }
@@ -129,39 +133,45 @@ class SimWorld {
     abort_locked(timeout_message(record, missing), -1);
   }
 
-  // The fixed reduction order: acc = in[0]; acc += in[1]; ... in fp32, element by element, through
-  // the target's kernels (on the stream every rank uses: see the header).
+  // The fixed reduction order: acc = in[0]; acc += in[1]; ... in the buffers' type, element by
+  // element, through the target's kernels (on the stream every rank uses: see the header).
   void perform(Slot& s) {
     const std::int64_t n = s.count;
+    const std::size_t elem = dtype_size(s.dtype);
     const auto ranks = static_cast<std::size_t>(ranks_);
-    auto copy = [&](float* dst, const float* src, std::int64_t count) {
-      if (dst != src) k_.copy(nullptr, dst, src, static_cast<std::size_t>(count) * sizeof(float));
+    const std::size_t n_bytes = static_cast<std::size_t>(n) * elem;
+    auto copy = [&](char* dst, const char* src, std::size_t bytes) {
+      if (dst != src) k_.copy(nullptr, dst, src, bytes);
     };
     switch (s.kind) {
       case Collective::AllReduce:
       case Collective::ReduceScatter: {
         // Every rank's input is summed into scratch first, so outputs never feed inputs.
         const std::int64_t total = s.kind == Collective::AllReduce ? n : n * ranks_;
-        if (!scratch_.defined() || scratch_.numel() < total) scratch_ = Tensor({total}, target());
-        float* acc = scratch_.data();
-        copy(acc, s.in[0], total);
-        for (std::size_t r = 1; r < ranks; ++r) k_.accumulate(nullptr, acc, s.in[r], total);
+        const std::size_t total_bytes = static_cast<std::size_t>(total) * elem;
+        const auto words = static_cast<std::int64_t>((total_bytes + 3) / 4);
+        if (!scratch_.defined() || scratch_.numel() < words) scratch_ = Tensor({words}, target());
+        char* acc = reinterpret_cast<char*>(scratch_.data());
+        copy(acc, s.in[0], total_bytes);
+        for (std::size_t r = 1; r < ranks; ++r) {
+          k_.accumulate_typed(nullptr, s.dtype, acc, s.in[r], total);
+        }
         for (std::size_t r = 0; r < ranks; ++r) {
-          const std::int64_t at = s.kind == Collective::AllReduce ? 0 : static_cast<std::int64_t>(r) * n;
-          copy(s.out[r], acc + at, n);
+          const std::size_t at = s.kind == Collective::AllReduce ? 0 : r * n_bytes;
+          copy(s.out[r], acc + at, n_bytes);
         }
         break;
       }
       case Collective::AllGather:
         for (std::size_t r = 0; r < ranks; ++r) {
           for (std::size_t q = 0; q < ranks; ++q) {
-            copy(s.out[r] + q * static_cast<std::size_t>(n), s.in[q], n);  // in place: a no-op
+            copy(s.out[r] + q * n_bytes, s.in[q], n_bytes);  // in place: a no-op
           }
         }
         break;
       case Collective::Broadcast: {
-        const float* src = s.in[static_cast<std::size_t>(s.root)];
-        for (std::size_t r = 0; r < ranks; ++r) copy(s.out[r], src, n);
+        const char* src = s.in[static_cast<std::size_t>(s.root)];
+        for (std::size_t r = 0; r < ranks; ++r) copy(s.out[r], src, n_bytes);
         break;
       }
       case Collective::Barrier:

@@ -49,6 +49,9 @@ struct KernelTable {
   void (*add)(Stream, float* y, const float* a, const float* b, std::int64_t n);
   // y += x
   void (*accumulate)(Stream, float* y, const float* x, std::int64_t n);
+  // y += x for n elements of any arithmetic dtype (F32, F64, I32, I64): the simulated world's
+  // reductions of typed collective buffers.
+  void (*accumulate_typed)(Stream, DType, void* y, const void* x, std::int64_t n);
   // dst[r, 0:cols] (= or +=) src[r, 0:cols] with independent row strides; for concat and split.
   void (*copy_columns)(Stream, GradMode, float* dst, std::int64_t dst_stride, const float* src,
                        std::int64_t src_stride, std::int64_t rows, std::int64_t cols);

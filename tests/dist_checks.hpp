@@ -2,19 +2,34 @@
 // Collective checks shared by the simulated tests (gtest) and the MPI driver (mpiexec), in the
 // style of nccl-tests: inputs crafted so the exact result is known, compared exactly, and the
 // return value is the number of wrong elements on this rank (0 = pass).
+#include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "distributed/process_group.hpp"
 
 namespace noeira::dist::checks {
 
-// Small integers: every sum below is exact in fp32, so any correct order gives these bits.
-inline float value(int rank, std::int64_t i) {
-  return static_cast<float>(rank * 131 + static_cast<int>(i % 97) - 40);
+// Every sum below is exact in its type, so any correct order gives these bits. fp32: small
+// integers. fp64: plus a fraction fp32 cannot hold (2^-30 steps), so a double that travelled as
+// a float would come out wrong. int64: beyond 2^32 and 2^24, so neither int32 nor fp32 could carry
+// it. int32: negative and positive small integers.
+template <class T = float>
+T value(int rank, std::int64_t i) {
+  const std::int64_t small = rank * 131 + i % 97 - 40;
+  if constexpr (std::is_same_v<T, double>) {
+    return static_cast<double>(small) + std::ldexp(static_cast<double>(rank + 1), -30);
+  } else if constexpr (std::is_same_v<T, std::int64_t>) {
+    return (std::int64_t{rank + 1} << 40) + small;
+  } else {
+    return static_cast<T>(small);
+  }
 }
 
-inline std::int64_t count_wrong(const std::vector<float>& got, const std::vector<float>& want) {
+template <class T>
+std::int64_t count_wrong(const std::vector<T>& got, const std::vector<T>& want) {
   std::int64_t wrong = got.size() == want.size() ? 0 : 1;
   for (std::size_t i = 0; i < got.size() && i < want.size(); ++i) {
     // Bitwise via ==: the values are exact, and -0.0 never occurs.
@@ -23,29 +38,31 @@ inline std::int64_t count_wrong(const std::vector<float>& got, const std::vector
   return wrong;
 }
 
-inline std::int64_t check_allreduce(ProcessGroup& pg, std::int64_t n) {
-  std::vector<float> buf(static_cast<std::size_t>(n)), want(buf.size(), 0.0f);
+template <class T = float>
+std::int64_t check_allreduce(ProcessGroup& pg, std::int64_t n) {
+  std::vector<T> buf(static_cast<std::size_t>(n)), want(buf.size(), T{0});
   for (std::int64_t i = 0; i < n; ++i) {
-    buf[static_cast<std::size_t>(i)] = value(pg.rank(), i);
-    for (int r = 0; r < pg.size(); ++r) want[static_cast<std::size_t>(i)] += value(r, i);
+    buf[static_cast<std::size_t>(i)] = value<T>(pg.rank(), i);
+    for (int r = 0; r < pg.size(); ++r) want[static_cast<std::size_t>(i)] += value<T>(r, i);
   }
   pg.allreduce(buf).wait();
   return count_wrong(buf, want);
 }
 
 // in_place: the output is this rank's segment of the input buffer (the ZeRO-1 gradient reduce).
-inline std::int64_t check_reduce_scatter(ProcessGroup& pg, std::int64_t n, bool in_place) {
+template <class T = float>
+std::int64_t check_reduce_scatter(ProcessGroup& pg, std::int64_t n, bool in_place) {
   const std::int64_t total = n * pg.size();
-  std::vector<float> in(static_cast<std::size_t>(total)), out(static_cast<std::size_t>(n), -7.0f);
-  for (std::int64_t j = 0; j < total; ++j) in[static_cast<std::size_t>(j)] = value(pg.rank(), j);
-  std::vector<float> want(out.size(), 0.0f);
+  std::vector<T> in(static_cast<std::size_t>(total)), out(static_cast<std::size_t>(n), T{-7});
+  for (std::int64_t j = 0; j < total; ++j) in[static_cast<std::size_t>(j)] = value<T>(pg.rank(), j);
+  std::vector<T> want(out.size(), T{0});
   for (std::int64_t i = 0; i < n; ++i) {
     for (int r = 0; r < pg.size(); ++r) {
-      want[static_cast<std::size_t>(i)] += value(r, pg.rank() * n + i);
+      want[static_cast<std::size_t>(i)] += value<T>(r, pg.rank() * n + i);
     }
   }
   if (in_place) {
-    std::span<float> mine(in.data() + pg.rank() * n, static_cast<std::size_t>(n));
+    std::span<T> mine(in.data() + pg.rank() * n, static_cast<std::size_t>(n));
     pg.reduce_scatter(in, mine).wait();
     out.assign(mine.begin(), mine.end());
   } else {
@@ -55,16 +72,17 @@ inline std::int64_t check_reduce_scatter(ProcessGroup& pg, std::int64_t n, bool 
 }
 
 // in_place: the input is this rank's segment of the output buffer (the ZeRO parameter gather).
-inline std::int64_t check_all_gather(ProcessGroup& pg, std::int64_t n, bool in_place) {
+template <class T = float>
+std::int64_t check_all_gather(ProcessGroup& pg, std::int64_t n, bool in_place) {
   const std::size_t seg = static_cast<std::size_t>(n);
-  std::vector<float> in(seg), out(seg * static_cast<std::size_t>(pg.size()), -7.0f),
+  std::vector<T> in(seg), out(seg * static_cast<std::size_t>(pg.size()), T{-7}),
       want(out.size());
-  for (std::int64_t i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = value(pg.rank(), i);
+  for (std::int64_t i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = value<T>(pg.rank(), i);
   for (int q = 0; q < pg.size(); ++q) {
-    for (std::int64_t i = 0; i < n; ++i) want[q * seg + static_cast<std::size_t>(i)] = value(q, i);
+    for (std::int64_t i = 0; i < n; ++i) want[q * seg + static_cast<std::size_t>(i)] = value<T>(q, i);
   }
   if (in_place) {
-    std::span<float> mine(out.data() + pg.rank() * seg, seg);
+    std::span<T> mine(out.data() + pg.rank() * seg, seg);
     std::copy(in.begin(), in.end(), mine.begin());
     pg.all_gather(mine, out).wait();
   } else {
@@ -73,26 +91,28 @@ inline std::int64_t check_all_gather(ProcessGroup& pg, std::int64_t n, bool in_p
   return count_wrong(out, want);
 }
 
-inline std::int64_t check_broadcast(ProcessGroup& pg, std::int64_t n, int root) {
-  std::vector<float> buf(static_cast<std::size_t>(n)), want(buf.size());
+template <class T = float>
+std::int64_t check_broadcast(ProcessGroup& pg, std::int64_t n, int root) {
+  std::vector<T> buf(static_cast<std::size_t>(n)), want(buf.size());
   for (std::int64_t i = 0; i < n; ++i) {
-    buf[static_cast<std::size_t>(i)] = value(pg.rank(), i);
-    want[static_cast<std::size_t>(i)] = value(root, i);
+    buf[static_cast<std::size_t>(i)] = value<T>(pg.rank(), i);
+    want[static_cast<std::size_t>(i)] = value<T>(root, i);
   }
   pg.broadcast(buf, root).wait();
   return count_wrong(buf, want);
 }
 
 // Several ops in flight at once, waited for in reverse order: the async contract.
-inline std::int64_t check_overlapped(ProcessGroup& pg, std::int64_t n) {
-  std::vector<std::vector<float>> bufs(3, std::vector<float>(static_cast<std::size_t>(n)));
-  std::vector<float> want(static_cast<std::size_t>(n), 0.0f);
+template <class T = float>
+std::int64_t check_overlapped(ProcessGroup& pg, std::int64_t n) {
+  std::vector<std::vector<T>> bufs(3, std::vector<T>(static_cast<std::size_t>(n)));
+  std::vector<T> want(static_cast<std::size_t>(n), T{0});
   for (std::int64_t i = 0; i < n; ++i) {
-    for (int r = 0; r < pg.size(); ++r) want[static_cast<std::size_t>(i)] += value(r, i);
+    for (int r = 0; r < pg.size(); ++r) want[static_cast<std::size_t>(i)] += value<T>(r, i);
   }
   std::vector<Work> works;
   for (std::size_t b = 0; b < bufs.size(); ++b) {
-    for (std::int64_t i = 0; i < n; ++i) bufs[b][static_cast<std::size_t>(i)] = value(pg.rank(), i);
+    for (std::int64_t i = 0; i < n; ++i) bufs[b][static_cast<std::size_t>(i)] = value<T>(pg.rank(), i);
     works.push_back(pg.allreduce(bufs[b]));
   }
   for (std::size_t b = works.size(); b-- > 0;) works[b].wait();
@@ -102,18 +122,28 @@ inline std::int64_t check_overlapped(ProcessGroup& pg, std::int64_t n) {
   return wrong;
 }
 
-// Runs every check over sizes that do not divide evenly; returns wrong elements on this rank.
-inline std::int64_t check_all(ProcessGroup& pg) {
+// Every check of one element type over sizes that do not divide evenly.
+template <class T>
+std::int64_t check_all_of(ProcessGroup& pg, std::initializer_list<std::int64_t> sizes) {
   std::int64_t wrong = 0;
-  for (std::int64_t n : {0, 1, 7, 1000, 65537}) {
-    wrong += check_allreduce(pg, n);
-    wrong += check_reduce_scatter(pg, n, false);
-    wrong += check_reduce_scatter(pg, n, true);
-    wrong += check_all_gather(pg, n, false);
-    wrong += check_all_gather(pg, n, true);
-    for (int root = 0; root < pg.size(); ++root) wrong += check_broadcast(pg, n, root);
-    wrong += check_overlapped(pg, n);
+  for (std::int64_t n : sizes) {
+    wrong += check_allreduce<T>(pg, n);
+    wrong += check_reduce_scatter<T>(pg, n, false);
+    wrong += check_reduce_scatter<T>(pg, n, true);
+    wrong += check_all_gather<T>(pg, n, false);
+    wrong += check_all_gather<T>(pg, n, true);
+    for (int root = 0; root < pg.size(); ++root) wrong += check_broadcast<T>(pg, n, root);
+    wrong += check_overlapped<T>(pg, n);
   }
+  return wrong;
+}
+
+// Every check of every element type; returns wrong elements on this rank.
+inline std::int64_t check_all(ProcessGroup& pg) {
+  std::int64_t wrong = check_all_of<float>(pg, {0, 1, 7, 1000, 65537});
+  wrong += check_all_of<double>(pg, {1, 7, 1001});
+  wrong += check_all_of<std::int64_t>(pg, {1, 7, 1001});
+  wrong += check_all_of<std::int32_t>(pg, {1, 7, 1001});
   pg.barrier().wait();
   return wrong;
 }

@@ -120,7 +120,7 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
   for (int s = 0; s < kSteps; ++s) {
     auto [x, labels] = data.rows(s, begin, end, o.target);
     const Tensor& logits = o.hooks ? forward_units(model, ctx, x, policy) : model.forward(ctx, x);
-    float loss_sum = static_cast<float>(loss.forward_backward(ctx, logits, labels, 1.0f / kBatch));
+    double loss_sum = loss.forward_backward(ctx, logits, labels, 1.0f / kBatch);
     if (o.hooks) {
       vjp_units(model, ctx, loss.grad(), InputGrad::Skip, policy);
     } else {
@@ -130,7 +130,7 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
     const double norm =
         o.clip > 0 ? policy.clip_grad_norm(o.clip) : std::sqrt(policy.grad_sum_squares());
     policy.step(opt, kLr);
-    allreduce_host(pg, std::span<float>(&loss_sum, 1));
+    loss_sum = sum_over_ranks(pg, loss_sum);
     result.losses.push_back(loss_sum / kBatch);
     result.norms.push_back(norm);
   }

@@ -4,10 +4,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include "dist_checks.hpp"
+#include "distributed/host_collectives.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "kernels/error.hpp"
 
@@ -69,6 +71,37 @@ TEST_P(DistSim, BarrierWaitsForEveryRank) {
     entered.fetch_add(1);
     pg.barrier().wait();
     EXPECT_EQ(entered.load(), pg.size());
+  });
+}
+
+TEST_P(DistSim, HostCollectivesKeepTheirType) {
+  // A double that travelled as one float would lose the 2^-40 term; an int64 count beyond 2^24
+  // would lose its low bits in fp32. The tally counts elements and their bytes.
+  run_simulated(GetParam(), [&](ProcessGroup& pg) {
+    const double mine = 1.0 + std::ldexp(1.0, -40) * (pg.rank() + 1);
+    const double sum = sum_over_ranks(pg, mine);
+    const int n = pg.size();
+    EXPECT_EQ(sum, n + std::ldexp(1.0, -40) * (n * (n + 1) / 2));
+    const std::int64_t count = sum_over_ranks<std::int64_t>(pg, (std::int64_t{1} << 40) + 3);
+    EXPECT_EQ(count, n * ((std::int64_t{1} << 40) + 3));
+    std::vector<double> all(static_cast<std::size_t>(2 * n));
+    const double pair[2] = {mine, -mine};
+    all_gather_host(pg, std::span<const double>(pair), all);
+    for (int r = 0; r < n; ++r) {
+      EXPECT_EQ(all[2 * static_cast<std::size_t>(r)], 1.0 + std::ldexp(1.0, -40) * (r + 1));
+      EXPECT_EQ(all[2 * static_cast<std::size_t>(r) + 1], -all[2 * static_cast<std::size_t>(r)]);
+    }
+    EXPECT_EQ(pg.tally().elements_of(Collective::AllReduce), 2);
+    EXPECT_EQ(pg.tally().bytes_of(Collective::AllReduce), 16);
+    EXPECT_EQ(pg.tally().bytes_of(Collective::AllGather), 16);
+  });
+}
+
+TEST(DistSimErrors, CollectiveOfMixedTypesIsRefused) {
+  run_simulated(2, [&](ProcessGroup& pg) {
+    std::vector<double> in(4, 1.0);
+    std::vector<float> out(2);
+    EXPECT_THROW(pg.reduce_scatter(in, out), Error);
   });
 }
 

@@ -2,6 +2,7 @@
 #include "kernels/cpu/activation_dispatch.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/error.hpp"
 
 namespace noeira::cpu {
 
@@ -17,8 +18,28 @@ void add(Stream, float* y, const float* a, const float* b, std::int64_t n) {
   parallel_for(n, [&](std::int64_t i) { y[i] = a[i] + b[i]; });
 }
 
+namespace {
+template <class T>
+void accumulate_as(void* y, const void* x, std::int64_t n) {
+  T* __restrict yt = static_cast<T*>(y);
+  const T* __restrict xt = static_cast<const T*>(x);
+  parallel_for(n, [&](std::int64_t i) { yt[i] += xt[i]; });
+}
+}  // namespace
+
 void accumulate(Stream, float* y, const float* x, std::int64_t n) {
-  parallel_for(n, [&](std::int64_t i) { y[i] += x[i]; });
+  accumulate_as<float>(y, x, n);
+}
+
+void accumulate_typed(Stream, DType dtype, void* y, const void* x, std::int64_t n) {
+  switch (dtype) {
+    case DType::F32: return accumulate_as<float>(y, x, n);
+    case DType::F64: return accumulate_as<double>(y, x, n);
+    case DType::I32: return accumulate_as<std::int32_t>(y, x, n);
+    case DType::I64: return accumulate_as<std::int64_t>(y, x, n);
+    case DType::BF16: break;
+  }
+  NOEIRA_CHECK(false, "accumulate_typed: no ", to_string(dtype), " sums");
 }
 
 void copy_columns(Stream, GradMode mode, float* dst, std::int64_t dst_stride, const float* src,

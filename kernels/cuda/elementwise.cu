@@ -3,6 +3,7 @@
 #include "kernels/activation_math.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/error.hpp"
 
 namespace noeira::cuda {
 
@@ -27,11 +28,17 @@ struct Add {
   __device__ void operator()(std::int64_t i) const { y[i] = a[i] + b[i]; }
 };
 
+template <class T>
 struct Accumulate {
-  float* y;
-  const float* x;
+  T* y;
+  const T* x;
   __device__ void operator()(std::int64_t i) const { y[i] += x[i]; }
 };
+
+template <class T>
+void accumulate_as(Stream s, void* y, const void* x, std::int64_t n) {
+  launch_map(s, n, Accumulate<T>{static_cast<T*>(y), static_cast<const T*>(x)});
+}
 
 struct CopyColumns {
   GradMode mode;
@@ -82,7 +89,18 @@ void add(Stream s, float* y, const float* a, const float* b, std::int64_t n) {
 }
 
 void accumulate(Stream s, float* y, const float* x, std::int64_t n) {
-  launch_map(s, n, Accumulate{y, x});
+  accumulate_as<float>(s, y, x, n);
+}
+
+void accumulate_typed(Stream s, DType dtype, void* y, const void* x, std::int64_t n) {
+  switch (dtype) {
+    case DType::F32: return accumulate_as<float>(s, y, x, n);
+    case DType::F64: return accumulate_as<double>(s, y, x, n);
+    case DType::I32: return accumulate_as<std::int32_t>(s, y, x, n);
+    case DType::I64: return accumulate_as<std::int64_t>(s, y, x, n);
+    case DType::BF16: break;
+  }
+  NOEIRA_CHECK(false, "accumulate_typed: no ", to_string(dtype), " sums");
 }
 
 void copy_columns(Stream s, GradMode mode, float* dst, std::int64_t dst_stride, const float* src,

@@ -1,7 +1,5 @@
 #include "train/checkpointing.hpp"
 
-#include <cstring>
-
 #include <span>
 #include <string>
 #include <vector>
@@ -30,10 +28,9 @@ const char* kind_name(State s) { return s == State::Value ? "val" : s == State::
 // Every rank learns whether every rank succeeded (one scalar allreduce), so that all of them
 // throw together instead of leaving the others waiting in the next collective.
 void agree(dist::ProcessGroup& group, bool ok, const std::string& error, const char* what) {
-  float failures = ok ? 0.0f : 1.0f;
-  dist::allreduce_host(group, std::span<float>(&failures, 1));
+  const std::int64_t failures = dist::sum_over_ranks<std::int64_t>(group, ok ? 0 : 1);
   if (!ok) throw Error(error);
-  if (failures > 0.0f) {
+  if (failures > 0) {
     throw Error(detail::concat(what, ": ", static_cast<int>(failures),
                                " other rank(s) failed (see their errors)"));
   }
@@ -82,16 +79,13 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                    {"warmup_steps", static_cast<std::uint64_t>(schedule.warmup_steps)},
                    {"total_steps", static_cast<std::uint64_t>(schedule.total_steps)}};
   // Every rank's running loss sums (collective): the losses are sums over this rank's rows, so a
-  // rank's own partial is what it restores. Doubles travel bit for bit as pairs of floats.
+  // rank's own partial is what it restores.
   const double mine[2] = {cursor.epoch_loss_sum, cursor.window_loss_sum};
-  std::vector<float> all(static_cast<std::size_t>(4 * group.size()));
-  dist::all_gather_host(group, std::span<const float>(reinterpret_cast<const float*>(mine), 4),
-                        all);
+  std::vector<double> all(static_cast<std::size_t>(2 * group.size()));
+  dist::all_gather_host(group, std::span<const double>(mine), all);
   for (int r = 0; r < group.size(); ++r) {
-    double partial[2];
-    std::memcpy(partial, all.data() + 4 * r, sizeof(partial));
-    meta.scalars[loss_key("epoch", r)] = partial[0];
-    meta.scalars[loss_key("window", r)] = partial[1];
+    meta.scalars[loss_key("epoch", r)] = all[2 * static_cast<std::size_t>(r)];
+    meta.scalars[loss_key("window", r)] = all[2 * static_cast<std::size_t>(r) + 1];
   }
   meta.counters["window_samples"] = static_cast<std::uint64_t>(cursor.window_samples);
   meta.labels = {{"model", cfg.model},

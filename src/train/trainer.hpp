@@ -62,22 +62,6 @@ EvalResult evaluate(M& model, Context& ctx, const ResidentData& data, std::int64
   return EvalResult{loss_sum / n, static_cast<double>(correct) / n, data.count};
 }
 
-// Σ over ranks of each value. The collectives are fp32: each double travels as a head and a tail
-// so that integer counts (exact below 2^24) and logged loss sums keep their precision.
-inline void sum_over_ranks(dist::ProcessGroup& group, std::span<double> values) {
-  std::vector<float> parts;
-  parts.reserve(2 * values.size());
-  for (double v : values) {
-    const float head = static_cast<float>(v);
-    parts.push_back(head);
-    parts.push_back(static_cast<float>(v - static_cast<double>(head)));
-  }
-  dist::allreduce_host(group, parts);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    values[i] = static_cast<double>(parts[2 * i]) + static_cast<double>(parts[2 * i + 1]);
-  }
-}
-
 // Evaluates the model on a whole split, each rank its rows of every evaluation batch; the sums
 // are allreduced, so every rank returns the same result. Collective: under ZeRO-3 each forward
 // gathers the units' parameters, so every rank runs the same number of forwards.
@@ -102,7 +86,7 @@ EvalResult evaluate(M& model, Context& ctx, const ResidentData& data, std::int64
     sums[1] += static_cast<double>(count_correct(ctx, logits, batch.labels));
   }
   ctx.mode = saved;
-  sum_over_ranks(group, sums);
+  dist::allreduce_host(group, sums);
   const double n = static_cast<double>(data.count);
   return EvalResult{sums[0] / n, sums[1] / n, data.count};
 }
@@ -269,8 +253,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Residen
                       static_cast<double>(epoch_samples) / seconds_since(epoch_start));
       }
       if (log_step) {
-        double window_loss = window_loss_sum;
-        sum_over_ranks(group, std::span<double>(&window_loss, 1));
+        const double window_loss = dist::sum_over_ranks(group, window_loss_sum);
         if (reporter) {
           StepRecord r;
           r.epoch = epoch + 1;
@@ -294,23 +277,23 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, const Residen
       // 9. checkpoint when due, or when any rank was asked to stop (ranks may receive a signal
       //    at different steps: one scalar allreduce makes them agree on this one)
       if (checkpoints) {
-        float stop = stop_signal() != 0 ? 1.0f : 0.0f;
-        dist::allreduce_host(group, std::span<float>(&stop, 1));
+        const bool stop =
+            dist::sum_over_ranks<std::int64_t>(group, stop_signal() != 0 ? 1 : 0) > 0;
         const bool due = cfg.checkpoint_every > 0 && step % cfg.checkpoint_every == 0;
         if (s == steps - 1) {
           // At an epoch's last step the checkpoint waits for the epoch's evaluation and record,
           // so that a run resumed from it starts cleanly with the next epoch.
-          checkpoint_after_epoch = due || stop > 0.0f;
-          stop_after_epoch = stop > 0.0f;
+          checkpoint_after_epoch = due || stop;
+          stop_after_epoch = stop;
         } else {
-          if (due || stop > 0.0f) checkpoint();
-          if (stop > 0.0f) return stopped();
+          if (due || stop) checkpoint();
+          if (stop) return stopped();
         }
       }
     }
     const double epoch_time = seconds_since(epoch_start);
     train_time += epoch_time;
-    sum_over_ranks(group, std::span<double>(&epoch_loss_sum, 1));
+    epoch_loss_sum = dist::sum_over_ranks(group, epoch_loss_sum);
 
     // Evaluation on the test split, outside the training time; every rank takes part.
     const Clock::time_point eval_start = Clock::now();
