@@ -41,7 +41,11 @@ h5::Handle open_for_reading(const std::filesystem::path& file) {
 }  // namespace
 
 void save_params(const std::filesystem::path& file, std::string_view model,
-                 const std::vector<NamedParam>& params) {
+                 const Signature& signature, std::span<const float> values) {
+  std::int64_t total = 0;
+  for (const SignatureEntry& e : signature) total += shape_numel(e.shape);
+  NOEIRA_CHECK(total == static_cast<std::int64_t>(values.size()), file.string(), ": ",
+               values.size(), " values for parameters of ", total, " elements");
   std::filesystem::path tmp = file;
   tmp += ".tmp";
   {
@@ -55,22 +59,22 @@ void save_params(const std::filesystem::path& file, std::string_view model,
     // "params/0.weight/val" needs its groups: let HDF5 create them on the way.
     h5::Handle lcpl(NOEIRA_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), tmp), H5Pclose);
     NOEIRA_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), tmp);
-    for (const NamedParam& np : params) {
-      const Shape& shape = np.param->shape();
+    std::size_t at = 0;
+    for (const SignatureEntry& entry : signature) {
+      const Shape& shape = entry.shape;
       std::vector<hsize_t> dims(shape.begin(), shape.end());
       h5::Handle space(NOEIRA_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()),
                                                         dims.data(), nullptr), tmp),
                        H5Sclose);
-      h5::Handle ds(NOEIRA_H5_CHECK(H5Dcreate2(f.get(), dataset_path(np.name).c_str(),
+      h5::Handle ds(NOEIRA_H5_CHECK(H5Dcreate2(f.get(), dataset_path(entry.name).c_str(),
                                                H5T_IEEE_F32LE, space.get(), lcpl.get(),
                                                H5P_DEFAULT, H5P_DEFAULT),
                                     tmp),
                     H5Dclose);
-      // to_vector() brings device values to the host; a plain copy on the CPU.
-      const std::vector<float> values = np.param->val.to_vector();
       NOEIRA_H5_CHECK(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                               values.data()),
+                               values.data() + at),
                       tmp);
+      at += static_cast<std::size_t>(shape_numel(shape));
     }
     f.close(tmp);  // a failed close (metadata flush) must not pass for a written file
   }

@@ -10,11 +10,13 @@
 // Dotted names come from the parameter walk ("0.weight", "2.bias").
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/param.hpp"
+#include "io/checkpoint.hpp"
 
 namespace noeira::io {
 
@@ -25,10 +27,11 @@ struct NamedParam {
   Param* param = nullptr;
 };
 
-// Writes every parameter's value. The file is written under "<file>.tmp" and renamed, so a
-// crashed write never leaves a file that looks complete.
+// Writes the parameters `signature` names (walk order) with their values, concatenated in the
+// same order in host memory (what ShardingPolicy::full_parameters returns). The file is written
+// under "<file>.tmp" and renamed, so a crashed write never leaves a file that looks complete.
 void save_params(const std::filesystem::path& file, std::string_view model,
-                 const std::vector<NamedParam>& params);
+                 const Signature& signature, std::span<const float> values);
 
 // The model preset a parameters file was written for (InputError when it is not such a file).
 std::string read_params_model(const std::filesystem::path& file);

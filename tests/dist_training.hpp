@@ -8,6 +8,7 @@
 #include "distributed/host_collectives.hpp"
 #include "distributed/policy.hpp"
 #include "distributed/rank_stream.hpp"
+#include "distributed/sharded_step.hpp"
 #include "distributed/units.hpp"
 #include "gradcheck.hpp"
 #include "loss/cross_entropy.hpp"
@@ -65,11 +66,13 @@ inline std::vector<float> walk_values(Net& model) {
   return out;
 }
 
-// One rank, whole batch, no policy: the reference.
+// One rank, whole batch, no policy and no process group (a store of one rank owns the
+// parameters and the optimizer state): the reference.
 inline std::vector<float> train_single(std::vector<double>* losses, Target target = Target::Cpu) {
   const Data data;
   Net model(Init(target, init_spec(7)));
   Context ctx = Context::for_target(target);
+  ParamStore store(walk_units(model), residency_of(Policy::Ddp), 0, 1, ctx);
   Optimizer opt(adam());
   CrossEntropyLoss loss;
   for (int s = 0; s < kSteps; ++s) {
@@ -77,7 +80,7 @@ inline std::vector<float> train_single(std::vector<double>* losses, Target targe
     const Tensor& logits = model.forward(ctx, x);
     losses->push_back(loss.forward_backward(ctx, logits, labels, 1.0f / kBatch) / kBatch);
     model.vjp(ctx, loss.grad(), InputGrad::Skip);
-    opt.step(ctx, model, kLr);
+    optimizer_step(store, opt, kLr);
   }
   return walk_values(model);
 }

@@ -1,5 +1,5 @@
-// What each rank writes to and loads from a checkpoint (ShardingPolicy::slice_pieces and
-// held_pieces): over the ranks, the written pieces cover every element of every parameter
+// What each rank writes to and loads from a checkpoint (ShardingPolicy::pieces, Written
+// and Held): over the ranks, the written pieces cover every element of every parameter
 // exactly once and point at the current values, for every policy and for world sizes that
 // divide the parameters unevenly; the held pieces are everything (replicated values) or the own
 // slice (sharded ones).
@@ -15,7 +15,7 @@ namespace noeira::dist {
 namespace {
 
 using namespace harness;
-using State = ShardingPolicy::State;
+
 
 struct Coverage {
   std::mutex mu;
@@ -48,13 +48,13 @@ TEST_P(CheckpointPieces, SlicesCoverEveryElementOnceAndPointAtTheValues) {
       policy.broadcast_initial_parameters();
       Optimizer opt(adam());
       if (state != State::Value) {
-        EXPECT_TRUE(policy.slice_pieces(state).empty()) << "no moments before they exist";
+        EXPECT_TRUE(policy.pieces(state, dist::Coverage::Written).empty()) << "no moments before they exist";
         policy.allocate_optimizer_state(opt);
       }
       std::vector<std::int64_t> starts(sizes.size(), 0);
       for (std::size_t i = 1; i < sizes.size(); ++i) starts[i] = starts[i - 1] + sizes[i - 1];
-      const auto written = policy.slice_pieces(state);
-      const auto held = policy.held_pieces(state);
+      const auto written = policy.pieces(state, dist::Coverage::Written);
+      const auto held = policy.pieces(state, dist::Coverage::Held);
       std::lock_guard lock(cov.mu);
       for (const auto& p : written) {
         for (std::int64_t e = 0; e < p.count; ++e) {

@@ -172,6 +172,31 @@ TEST(DistPolicy, RefusesWhatCannotRun) {
   });
 }
 
+TEST(DistPolicy, ZeroThreeParametersAreReadableOnlyInsideTheirUnit) {
+  // Reading a Param outside its unit's hooks is an error naming it, never the bytes of the unit
+  // gathered last; the policy's full_parameters() is the way to read them.
+  run_simulated(2, [](ProcessGroup& pg) {
+    Net model(Init(Target::Cpu, init_spec(1)));
+    Context ctx = Context::for_target(Target::Cpu);
+    ShardingPolicy policy(Policy::Zero3, walk_units(model), pg, ctx);
+    policy.broadcast_initial_parameters();
+    const Tensor x = Tensor::from_host({2, kIn}, testing::random_values(2 * kIn, 4));
+    const Tensor labels = Tensor::from_host_ids({2}, std::vector<std::int32_t>{1, 3});
+    CrossEntropyLoss loss;
+    loss.forward_backward(ctx, forward_units(model, ctx, x, policy), labels, 0.5f);
+    vjp_units(model, ctx, loss.grad(), InputGrad::Skip, policy);
+    policy.reduce_gradients();
+    Optimizer opt(adam());
+    policy.step(opt, kLr);
+    for (const WalkParam& p : walk_units(model).params) {
+      EXPECT_THROW((void)p.param->val.data(), Error) << p.name;
+      EXPECT_THROW((void)p.param->grd.data(), Error) << p.name;
+    }
+    EXPECT_EQ(policy.full_parameters().size(),
+              static_cast<std::size_t>(policy.layout().numel()));
+  });
+}
+
 TEST(CudaSimPolicy, RefusesAModelOnAnotherTargetThanTheGroup) {
   NOEIRA_REQUIRE_GPU();
   run_simulated(1, [](ProcessGroup& pg) {

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "gradcheck.hpp"
+#include "distributed/sharded_step.hpp"
+#include "distributed/units.hpp"
 #include "nn/linear.hpp"
 #include "nn/sequential.hpp"
 #include "optim/clip.hpp"
@@ -19,11 +21,26 @@ using testing::random_values;
 
 Context cpu() { return Context::for_target(Target::Cpu); }
 
-Param make_param(std::vector<float> w, std::vector<float> g, Decay decay = Decay::Apply) {
-  Param p({static_cast<std::int64_t>(w.size())}, Target::Cpu, decay);
-  p.val.copy_from(w);
-  p.grd.copy_from(g);
+// One flat buffer of weights with its gradient and the optimizer state the update needs: what
+// the parameter store hands Optimizer::update for a run of owned elements.
+struct FlatParam {
+  Tensor val, grd, m, v;  // m / v undefined until an update needs them
+  Decay decay = Decay::Apply;
+  bool has_moments() const { return m.defined() && v.defined(); }
+};
+
+FlatParam make_param(std::vector<float> w, std::vector<float> g, Decay decay = Decay::Apply) {
+  const Shape shape{static_cast<std::int64_t>(w.size())};
+  FlatParam p{Tensor::from_host(shape, w), Tensor::from_host(shape, g), {}, {}, decay};
   return p;
+}
+
+// Allocates m / v only where the optimizer uses them, as the store does, then updates.
+void update(const Optimizer& opt, Context& ctx, FlatParam& p, float lr) {
+  if (opt.uses_m() && !p.m.defined()) p.m = Tensor(p.val.shape());
+  if (opt.uses_v() && !p.v.defined()) p.v = Tensor(p.val.shape());
+  opt.update(*ctx.k, ctx.stream, p.val.data(), p.m.defined() ? p.m.data() : nullptr,
+             p.v.defined() ? p.v.data() : nullptr, p.grd.data(), p.val.numel(), p.decay, lr);
 }
 
 OptimizerConfig sgd(float lr, float momentum = 0.0f, bool nesterov = false, float wd = 0.0f) {
@@ -54,20 +71,20 @@ void expect_all_float_eq(const std::vector<float>& got, const std::vector<float>
 TEST(Sgd, OneStepIsWMinusLrG) {
   Context ctx = cpu();
   Optimizer opt(sgd(0.1f));
-  Param p = make_param({1, -2, 3}, {0.5f, 0.5f, -1});
+  FlatParam p = make_param({1, -2, 3}, {0.5f, 0.5f, -1});
   opt.begin_step();
-  opt.update(ctx, p, 0.1f);
+  update(opt, ctx, p, 0.1f);
   expect_all_float_eq(p.val.to_vector(), {0.95f, -2.05f, 3.1f});
 }
 
 TEST(Sgd, CoupledWeightDecayOnlyWhereApplied) {
   Context ctx = cpu();
   Optimizer opt(sgd(0.1f, 0.0f, false, 0.5f));
-  Param w = make_param({2, -4}, {1, 1}, Decay::Apply);
-  Param b = make_param({2, -4}, {1, 1}, Decay::Skip);
+  FlatParam w = make_param({2, -4}, {1, 1}, Decay::Apply);
+  FlatParam b = make_param({2, -4}, {1, 1}, Decay::Skip);
   opt.begin_step();
-  opt.update(ctx, w, 0.1f);
-  opt.update(ctx, b, 0.1f);
+  update(opt, ctx, w, 0.1f);
+  update(opt, ctx, b, 0.1f);
   // g + wd·w = {2, -1}
   expect_all_float_eq(w.val.to_vector(), {1.8f, -3.9f});
   expect_all_float_eq(b.val.to_vector(), {1.9f, -4.1f});
@@ -78,12 +95,12 @@ TEST(Sgd, MomentumTwoSteps) {
   const float lr = 0.1f, mu = 0.9f;
   for (bool nesterov : {false, true}) {
     Optimizer opt(sgd(lr, mu, nesterov));
-    Param p = make_param({1, 2}, {1, -2});
+    FlatParam p = make_param({1, 2}, {1, -2});
     opt.begin_step();
-    opt.update(ctx, p, lr);
+    update(opt, ctx, p, lr);
     p.grd.copy_from(std::vector<float>{0.5f, 3});
     opt.begin_step();
-    opt.update(ctx, p, lr);
+    update(opt, ctx, p, lr);
     // buf1 = g1; buf2 = mu·g1 + g2. Plain: step with buf; Nesterov: with g + mu·buf.
     std::vector<float> want(2);
     const float g1[2] = {1, -2}, g2[2] = {0.5f, 3}, w0[2] = {1, 2};
@@ -103,14 +120,19 @@ TEST(Sgd, MomentumTwoSteps) {
 TEST(Sgd, PlainSgdAllocatesNoState) {
   Context ctx = cpu();
   Sequential<Linear<3, 4>, Linear<4, 2>> net(Init(Target::Cpu, InitSpec{}));
+  dist::ParamStore store(dist::walk_units(net), dist::residency_of(dist::Policy::Ddp), 0, 1, ctx);
   Optimizer opt(sgd(0.1f));
   EXPECT_FALSE(opt.needs_moments());
-  opt.step(ctx, net, 0.1f);
-  opt.step(ctx, net, 0.1f);
-  for_each_param(net, [&](const std::string& name, Param& p) {
-    EXPECT_FALSE(p.m.defined()) << name;
-    EXPECT_FALSE(p.v.defined()) << name;
-  });
+  dist::optimizer_step(store, opt, 0.1f);
+  dist::optimizer_step(store, opt, 0.1f);
+  EXPECT_FALSE(store.has_state(dist::State::M));
+  EXPECT_FALSE(store.has_state(dist::State::V));
+  EXPECT_EQ(store.state_bytes(), 0);
+  // SGD with momentum: the first moment only.
+  Optimizer with_momentum(sgd(0.1f, 0.9f));
+  dist::optimizer_step(store, with_momentum, 0.1f);
+  EXPECT_TRUE(store.has_state(dist::State::M));
+  EXPECT_FALSE(store.has_state(dist::State::V));
 }
 
 // --- Adam / AdamW ----------------------------------------------------------------------------
@@ -137,10 +159,10 @@ TEST(Adam, FirstStepIsLrTimesSignOfGradient) {
   Context ctx = cpu();
   const float lr = 0.01f;
   Optimizer opt(adam(OptimizerKind::Adam, lr));
-  Param p = make_param({1, -1, 0.5f}, {3, -0.2f, 1e-3f});
+  FlatParam p = make_param({1, -1, 0.5f}, {3, -0.2f, 1e-3f});
   EXPECT_FALSE(p.has_moments());
   opt.begin_step();
-  opt.update(ctx, p, lr);
+  update(opt, ctx, p, lr);
   EXPECT_TRUE(p.has_moments());
   const std::vector<float> w = p.val.to_vector();
   // m̂ = g, v̂ = g², so the step is lr · g / (|g| + eps).
@@ -157,11 +179,11 @@ TEST(Adam, ThreeStepsMatchTheReference) {
   const float lr = 0.05f;
   Optimizer opt(adam(OptimizerKind::Adam, lr));
   const std::vector<std::vector<float>> gs = {{1, -2, 0.3f}, {-0.5f, -1, 0.3f}, {2, 0.1f, -0.3f}};
-  Param p = make_param({0.2f, -0.7f, 1.5f}, gs[0]);
+  FlatParam p = make_param({0.2f, -0.7f, 1.5f}, gs[0]);
   for (const auto& g : gs) {
     p.grd.copy_from(g);
     opt.begin_step();
-    opt.update(ctx, p, lr);
+    update(opt, ctx, p, lr);
   }
   std::vector<std::vector<double>> gd;
   for (const auto& g : gs) gd.emplace_back(g.begin(), g.end());
@@ -174,11 +196,11 @@ TEST(Adam, CoupledDecayActsThroughTheGradient) {
   Context ctx = cpu();
   const float lr = 0.01f;
   Optimizer opt(adam(OptimizerKind::Adam, lr, 0.1f));
-  Param w = make_param({2, -3}, {0, 0}, Decay::Apply);
-  Param b = make_param({2, -3}, {0, 0}, Decay::Skip);
+  FlatParam w = make_param({2, -3}, {0, 0}, Decay::Apply);
+  FlatParam b = make_param({2, -3}, {0, 0}, Decay::Skip);
   opt.begin_step();
-  opt.update(ctx, w, lr);
-  opt.update(ctx, b, lr);
+  update(opt, ctx, w, lr);
+  update(opt, ctx, b, lr);
   // g' = wd·w, normalized by Adam: the first step is lr·sign(w).
   EXPECT_NEAR(w.val.to_vector()[0], 2 - lr, 1e-6);
   EXPECT_NEAR(w.val.to_vector()[1], -3 + lr, 1e-6);
@@ -190,11 +212,11 @@ TEST(AdamW, DecaysOnlyParamsWithDecayApply) {
   const float lr = 0.01f, wd = 0.1f;
   Optimizer opt(adam(OptimizerKind::AdamW, lr, wd));
   // Zero gradients: the Adam part is exactly 0, leaving only w ← w - lr·wd·w.
-  Param w = make_param({2, -3}, {0, 0}, Decay::Apply);
-  Param b = make_param({2, -3}, {0, 0}, Decay::Skip);
+  FlatParam w = make_param({2, -3}, {0, 0}, Decay::Apply);
+  FlatParam b = make_param({2, -3}, {0, 0}, Decay::Skip);
   opt.begin_step();
-  opt.update(ctx, w, lr);
-  opt.update(ctx, b, lr);
+  update(opt, ctx, w, lr);
+  update(opt, ctx, b, lr);
   expect_all_float_eq(w.val.to_vector(), {2 - lr * wd * 2, -3 - lr * wd * -3});
   EXPECT_EQ(b.val.to_vector(), (std::vector<float>{2, -3}));
 }
@@ -209,8 +231,9 @@ TEST(AdamW, BiasesOfALayerAreNotDecayed) {
     else weight0 = p.val.to_vector();
     p.grd.zero();
   });
+  dist::ParamStore store(dist::walk_units(lin), dist::residency_of(dist::Policy::Ddp), 0, 1, ctx);
   Optimizer opt(adam(OptimizerKind::AdamW, 0.1f, 0.5f));
-  opt.step(ctx, lin, 0.1f);
+  dist::optimizer_step(store, opt, 0.1f);
   for_each_param(lin, [&](const std::string& name, Param& p) {
     if (name == "bias") {
       EXPECT_EQ(p.val.to_vector(), bias0);
@@ -225,8 +248,8 @@ TEST(AdamW, BiasesOfALayerAreNotDecayed) {
 TEST(Adam, UpdateBeforeBeginStepIsAnError) {
   Context ctx = cpu();
   Optimizer opt(adam(OptimizerKind::Adam, 0.1f));
-  Param p = make_param({1}, {1});
-  EXPECT_THROW(opt.update(ctx, p, 0.1f), Error);
+  FlatParam p = make_param({1}, {1});
+  EXPECT_THROW(update(opt, ctx, p, 0.1f), Error);
 }
 
 TEST(Optimizer, StepStateAfterKStepsIsBetaToTheK) {
@@ -244,7 +267,7 @@ TEST(Optimizer, StepStateAfterKStepsIsBetaToTheK) {
 TEST(Optimizer, ResumedStateMatchesBitForBit) {
   Context ctx = cpu();
   const std::vector<float> w0 = random_values(9, 1);
-  Param a = make_param(w0, w0), b = make_param(w0, w0);
+  FlatParam a = make_param(w0, w0), b = make_param(w0, w0);
   Optimizer straight(adam(OptimizerKind::AdamW, 0.01f, 0.01f));
   Optimizer first(adam(OptimizerKind::AdamW, 0.01f, 0.01f));
   for (int s = 0; s < 3; ++s) {
@@ -252,9 +275,9 @@ TEST(Optimizer, ResumedStateMatchesBitForBit) {
     a.grd.copy_from(g);
     b.grd.copy_from(g);
     straight.begin_step();
-    straight.update(ctx, a, 0.01f);
+    update(straight, ctx, a, 0.01f);
     first.begin_step();
-    first.update(ctx, b, 0.01f);
+    update(first, ctx, b, 0.01f);
   }
   Optimizer resumed(adam(OptimizerKind::AdamW, 0.01f, 0.01f));
   resumed.set_state(first.state());
@@ -263,9 +286,9 @@ TEST(Optimizer, ResumedStateMatchesBitForBit) {
     a.grd.copy_from(g);
     b.grd.copy_from(g);
     straight.begin_step();
-    straight.update(ctx, a, 0.01f);
+    update(straight, ctx, a, 0.01f);
     resumed.begin_step();
-    resumed.update(ctx, b, 0.01f);
+    update(resumed, ctx, b, 0.01f);
   }
   EXPECT_EQ(a.val.to_vector(), b.val.to_vector());
   EXPECT_EQ(a.m.to_vector(), b.m.to_vector());
@@ -277,12 +300,13 @@ TEST(Optimizer, ResumedStateMatchesBitForBit) {
 TEST(Optimizer, ShardedFlatUpdatesMatchTheWholeParameter) {
   Context ctx = cpu();
   const std::vector<float> w0 = random_values(10, 2), g = random_values(10, 3);
-  Param whole = make_param(w0, g);
-  Param sharded = make_param(w0, g);
-  sharded.ensure_moments();
+  FlatParam whole = make_param(w0, g);
+  FlatParam sharded = make_param(w0, g);
+  sharded.m = Tensor({10});
+  sharded.v = Tensor({10});
   Optimizer opt(adam(OptimizerKind::Adam, 0.01f));
   opt.begin_step();
-  opt.update(ctx, whole, 0.01f);
+  update(opt, ctx, whole, 0.01f);
   // Two uneven shards, each with its slices of m and v.
   for (auto [begin, n] : {std::pair<std::int64_t, std::int64_t>{0, 4}, {4, 6}}) {
     opt.update(*ctx.k, ctx.stream, sharded.val.data() + begin, sharded.m.data() + begin,

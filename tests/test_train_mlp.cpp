@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "distributed/sharded_step.hpp"
+#include "distributed/units.hpp"
 #include "loss/accuracy.hpp"
 #include "loss/cross_entropy.hpp"
 #include "nn/linear.hpp"
@@ -60,6 +62,8 @@ TEST(TrainMlp, AdamLearnsGaussianBlobs) {
   OptimizerConfig cfg;
   cfg.kind = OptimizerKind::Adam;
   Optimizer opt(cfg);
+  // The store of one rank owns the parameters and Adam's moments.
+  dist::ParamStore store(dist::walk_units(net), dist::residency_of(dist::Policy::Ddp), 0, 1, ctx);
   const LrSchedule schedule{ScheduleKind::WarmupCosine, 1e-2f, 20, 300, 1e-3f};
   const std::int64_t batches = kRows / kBatch;
   for (std::int64_t step = 0; step < 300; ++step) {
@@ -71,7 +75,7 @@ TEST(TrainMlp, AdamLearnsGaussianBlobs) {
     ASSERT_TRUE(std::isfinite(batch_loss)) << "step " << step;
     net.vjp(ctx, loss.grad(), InputGrad::Skip);
     clip_grad_norm(net, ctx, 5.0);
-    opt.step(ctx, net, schedule.lr_at(step));
+    dist::optimizer_step(store, opt, schedule.lr_at(step));
   }
 
   const double end = full_loss();

@@ -303,8 +303,15 @@ TEST(ParamsFile, RoundTripsAndRejectsAnotherModel) {
   const Init init(Target::Cpu, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, 11});
   presets::Mlp saved(init);
   std::vector<io::NamedParam> saved_params;
-  for_each_param(saved, [&](const std::string& n, Param& p) { saved_params.push_back({n, &p}); });
-  io::save_params(dir / "m.h5", "mlp", saved_params);
+  io::Signature signature;
+  std::vector<float> values;
+  for_each_param(saved, [&](const std::string& n, Param& p) {
+    saved_params.push_back({n, &p});
+    signature.push_back({n, p.shape()});
+    const std::vector<float> v = p.val.to_vector();
+    values.insert(values.end(), v.begin(), v.end());
+  });
+  io::save_params(dir / "m.h5", "mlp", signature, values);
   EXPECT_FALSE(std::filesystem::exists(dir / "m.h5.tmp"));
   EXPECT_EQ(io::read_params_model(dir / "m.h5"), "mlp");
 

@@ -1,6 +1,13 @@
 #pragma once
-// A trainable parameter: its value and gradient (always allocated) and Adam's moments (allocated
-// by the first step of a stateful optimizer, so SGD never pays for them).
+// A trainable parameter, as a module sees it: a handle on its value and gradient.
+//
+// Who owns the memory (DESIGN.md "Parameter memory"): a module constructs its Params with storage
+// of their own, into which the initializer writes; training hands the walk to a parameter store
+// (distributed/param_store.hpp), which copies the values into its flat buffers and from then on
+// owns every byte of parameter memory — values, gradients and the optimizer state (which exists
+// only there). val and grd become views into the store; where the store does not hold a
+// parameter at the moment (ZeRO-3 outside its unit, a ZeRO-2/3 gradient outside its unit's vjp)
+// they are absent tensors whose access is an error naming the parameter.
 #include <cstdint>
 
 #include "core/tensor.hpp"
@@ -13,8 +20,6 @@ enum class Decay : std::uint8_t { Apply, Skip };
 struct Param {
   Tensor val;  // the parameter
   Tensor grd;  // d loss / d val, same shape
-  Tensor m;    // first moment, undefined until ensure_moments()
-  Tensor v;    // second moment, undefined until ensure_moments()
   Decay decay = Decay::Apply;
 
   Param() = default;
@@ -24,11 +29,6 @@ struct Param {
   std::int64_t numel() const { return val.numel(); }
   const Shape& shape() const { return val.shape(); }
   Target target() const { return val.target(); }
-  bool has_moments() const { return m.defined() && v.defined(); }
-  void ensure_moments() {
-    if (!m.defined()) m = Tensor(val.shape(), val.target());
-    if (!v.defined()) v = Tensor(val.shape(), val.target());
-  }
 };
 
 }  // namespace noeira

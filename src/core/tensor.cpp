@@ -64,13 +64,28 @@ std::int64_t Tensor::row_size() const {
   return numel() / shape_[0];
 }
 
+Tensor Tensor::absent(Shape shape, Target target, DType dtype, std::string reason) {
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.target_ = target;
+  t.dtype_ = dtype;
+  t.absent_reason_ = std::make_shared<const std::string>(std::move(reason));
+  return t;
+}
+
 void* Tensor::raw() {
-  if (!storage_) return nullptr;
+  if (!storage_) {
+    if (absent_reason_) throw Error(*absent_reason_);
+    return nullptr;
+  }
   return static_cast<char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
 }
 
 const void* Tensor::raw() const {
-  if (!storage_) return nullptr;
+  if (!storage_) {
+    if (absent_reason_) throw Error(*absent_reason_);
+    return nullptr;
+  }
   return static_cast<const char*>(storage_->data()) +
          offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
 }

@@ -53,6 +53,11 @@ class Tensor {
     return t;
   }
 
+  // A tensor with a shape but no storage, whose every data access throws an Error with `reason`:
+  // how a parameter store marks a handle whose memory is not there now (a ZeRO-3 parameter outside
+  // its unit's gather), so that reading it is an error rather than another tensor's bytes.
+  static Tensor absent(Shape shape, Target target, DType dtype, std::string reason);
+
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }
   std::int64_t dim(std::size_t i) const { return shape_.at(i); }
@@ -110,6 +115,7 @@ class Tensor {
   void download_bytes(void* host, std::size_t bytes) const;
 
   std::shared_ptr<Storage> storage_;
+  std::shared_ptr<const std::string> absent_reason_;  // set only by absent()
   std::int64_t offset_ = 0;  // in elements
   Shape shape_;
   DType dtype_ = DType::F32;

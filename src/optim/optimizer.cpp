@@ -6,21 +6,9 @@
 
 namespace noeira {
 
-OptimizerKind parse_optimizer_kind(std::string_view name) {
-  if (name == "sgd") return OptimizerKind::Sgd;
-  if (name == "adam") return OptimizerKind::Adam;
-  if (name == "adamw") return OptimizerKind::AdamW;
-  throw InputError(detail::concat("unknown optimizer '", name, "' (expected sgd, adam or adamw)"));
-}
+OptimizerKind parse_optimizer_kind(std::string_view name) { return kOptimizerNames.parse(name); }
 
-std::string_view to_string(OptimizerKind kind) {
-  switch (kind) {
-    case OptimizerKind::Sgd: return "sgd";
-    case OptimizerKind::Adam: return "adam";
-    case OptimizerKind::AdamW: return "adamw";
-  }
-  return "?";
-}
+std::string_view to_string(OptimizerKind kind) { return kOptimizerNames.name_of(kind); }
 
 namespace {
 
@@ -110,15 +98,6 @@ void Optimizer::update(const KernelTable& k, Stream s, float* w, float* m, float
   } else {
     k.adam_step(s, w, m, v, g, n, adam_hyper(decay, lr));
   }
-}
-
-void Optimizer::update(Context& ctx, Param& p, float lr) const {
-  NOEIRA_CHECK(p.target() == ctx.target, "parameter on ", to_string(p.target()),
-               " updated by a context on ", to_string(ctx.target));
-  if (uses_m() && !p.m.defined()) p.m = Tensor(p.shape(), p.target());
-  if (uses_v() && !p.v.defined()) p.v = Tensor(p.shape(), p.target());
-  update(*ctx.k, ctx.stream, p.val.data(), uses_m() ? p.m.data() : nullptr,
-         uses_v() ? p.v.data() : nullptr, p.grd.data(), p.numel(), p.decay, lr);
 }
 
 }  // namespace noeira

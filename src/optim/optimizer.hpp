@@ -1,19 +1,25 @@
 #pragma once
-// Optimizers: SGD (optionally with momentum, Nesterov), Adam and AdamW, as visitors of the
-// parameter walk. The per-element math lives in kernels/optimizer_math.hpp; this class turns the
-// configuration and the step state into the kernels' hyper-parameters.
+// Optimizers: SGD (optionally with momentum, Nesterov), Adam and AdamW. The per-element math lives
+// in kernels/optimizer_math.hpp; this class turns the configuration and the step state into the
+// kernels' hyper-parameters.
 //
-// The update works on flat buffers so that sharding policies can hand it a shard of a parameter
-// (with the shard's own slices of m and v); update(ctx, Param&) is the whole-parameter case.
+// The update works on flat buffers: the parameter store (distributed/param_store.hpp), which owns
+// the values, gradients and the optimizer state m / v, hands it the runs of what a rank owns
+// (distributed/sharded_step.hpp). The optimizer itself holds no per-element state.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "core/module.hpp"
+#include "core/names.hpp"
 
 namespace noeira {
 
 enum class OptimizerKind : std::uint8_t { Sgd, Adam, AdamW };
+
+inline constexpr NameTable<OptimizerKind, 3> kOptimizerNames{
+    {{{OptimizerKind::Sgd, "sgd"}, {OptimizerKind::Adam, "adam"}, {OptimizerKind::AdamW, "adamw"}}},
+    "optimizer"};
 
 // "sgd", "adam", "adamw"; anything else is an InputError listing the accepted names.
 OptimizerKind parse_optimizer_kind(std::string_view name);
@@ -51,16 +57,6 @@ class Optimizer {
   void update(const KernelTable& k, Stream s, float* w, float* m, float* v, const float* g,
               std::int64_t n, Decay decay, float lr) const;
 
-  // Updates a whole Param, allocating its m (and v) on first use, only where the optimizer needs
-  // them: Adam/AdamW both, SGD with momentum m only, plain SGD none.
-  void update(Context& ctx, Param& p, float lr) const;
-
-  // begin_step() + update() for every parameter of the walk.
-  template <Module M>
-  void step(Context& ctx, M& model, float lr) {
-    begin_step();
-    for_each_param(model, [&](const std::string&, Param& p) { update(ctx, p, lr); });
-  }
 
   const OptimizerConfig& config() const { return config_; }
   const OptimizerState& state() const { return state_; }

@@ -7,22 +7,9 @@
 
 namespace noeira {
 
-ScheduleKind parse_schedule_kind(std::string_view name) {
-  if (name == "constant") return ScheduleKind::Constant;
-  if (name == "warmup") return ScheduleKind::Warmup;
-  if (name == "warmup_cosine") return ScheduleKind::WarmupCosine;
-  throw InputError(detail::concat("unknown learning-rate schedule '", name,
-                                  "' (expected constant, warmup or warmup_cosine)"));
-}
+ScheduleKind parse_schedule_kind(std::string_view name) { return kScheduleNames.parse(name); }
 
-std::string_view to_string(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::Constant: return "constant";
-    case ScheduleKind::Warmup: return "warmup";
-    case ScheduleKind::WarmupCosine: return "warmup_cosine";
-  }
-  return "?";
-}
+std::string_view to_string(ScheduleKind kind) { return kScheduleNames.name_of(kind); }
 
 void LrSchedule::validate() const {
   if (!(std::isfinite(base_lr) && base_lr >= 0.0f)) {

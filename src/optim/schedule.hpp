@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/names.hpp"
+
 namespace noeira {
 
 enum class ScheduleKind : std::uint8_t {
@@ -10,6 +12,12 @@ enum class ScheduleKind : std::uint8_t {
   Warmup,        // linear warmup, then base_lr
   WarmupCosine,  // linear warmup, then cosine decay to min_lr at total_steps, min_lr after
 };
+
+inline constexpr NameTable<ScheduleKind, 3> kScheduleNames{
+    {{{ScheduleKind::Constant, "constant"},
+      {ScheduleKind::Warmup, "warmup"},
+      {ScheduleKind::WarmupCosine, "warmup_cosine"}}},
+    "learning-rate schedule"};
 
 // "constant", "warmup", "warmup_cosine"; anything else is an InputError listing them.
 ScheduleKind parse_schedule_kind(std::string_view name);

@@ -19,7 +19,8 @@ std::string loss_key(const char* what, int rank) {
 
 namespace {
 
-using State = dist::ShardingPolicy::State;
+using dist::Coverage;
+using dist::State;
 
 constexpr State kStates[] = {State::Value, State::M, State::V};
 
@@ -100,7 +101,7 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   std::vector<std::vector<float>> host_copies;
   std::vector<io::TensorSlice> slices;
   for (State s : kStates) {
-    for (const auto& piece : policy.slice_pieces(s)) {
+    for (const auto& piece : policy.pieces(s, Coverage::Written)) {
       const dist::WalkParam& p = walk.params[piece.param];
       const auto count = static_cast<std::size_t>(piece.count);
       const float* data = piece.data;
@@ -173,7 +174,7 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
   const KernelTable& k = kernels_for(policy.target());
   std::vector<float> host_copy;
   for (State s : kStates) {
-    for (const auto& piece : policy.held_pieces(s)) {
+    for (const auto& piece : policy.pieces(s, Coverage::Held)) {
       const std::string name = io::param_tensor_name(walk.params[piece.param].name, kind_name(s));
       if (s != State::Value && !ckpt.has(name)) {
         if (meta.optimizer.t == 0) continue;

@@ -6,15 +6,9 @@
 
 namespace noeira {
 
-std::string_view to_string(LogFormat format) {
-  return format == LogFormat::Human ? "human" : "json";
-}
+std::string_view to_string(LogFormat format) { return kLogFormatNames.name_of(format); }
 
-LogFormat parse_log_format(std::string_view name) {
-  if (name == "human") return LogFormat::Human;
-  if (name == "json") return LogFormat::Json;
-  throw InputError(detail::concat("unknown log format '", name, "', expected human or json"));
-}
+LogFormat parse_log_format(std::string_view name) { return kLogFormatNames.parse(name); }
 
 nlohmann::json to_json(const TrainConfig& c) {
   return nlohmann::json{
@@ -58,11 +52,7 @@ LrSchedule lr_schedule(const TrainConfig& c, std::int64_t total_steps) {
   return s;
 }
 
-Target parse_device(std::string_view name) {
-  if (name == "cpu") return Target::Cpu;
-  if (name == "cuda") return Target::Cuda;
-  throw InputError(detail::concat("unknown --device '", name, "', expected cpu or cuda"));
-}
+Target parse_device(std::string_view name) { return kDeviceNames.parse(name); }
 
 void validate(const TrainConfig& c) {
   (void)parse_device(c.device);

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/names.hpp"
 #include "kernels/target.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
@@ -14,6 +15,10 @@
 namespace noeira {
 
 enum class LogFormat : std::uint8_t { Human, Json };
+inline constexpr NameTable<LogFormat, 2> kLogFormatNames{
+    {{{LogFormat::Human, "human"}, {LogFormat::Json, "json"}}}, "log format"};
+inline constexpr NameTable<Target, 2> kDeviceNames{
+    {{{Target::Cpu, "cpu"}, {Target::Cuda, "cuda"}}}, "--device"};
 std::string_view to_string(LogFormat format);
 LogFormat parse_log_format(std::string_view name);
 

@@ -96,24 +96,11 @@ Dataset load_cifar(const std::filesystem::path& dir, Split split, std::int64_t l
 
 }  // namespace
 
-std::string_view to_string(DatasetKind kind) {
-  switch (kind) {
-    case DatasetKind::FashionMnist: return "fashion-mnist";
-    case DatasetKind::Mnist: return "mnist";
-    case DatasetKind::Cifar10: return "cifar10";
-  }
-  return "?";
-}
+std::string_view to_string(DatasetKind kind) { return kDatasetNames.name_of(kind); }
 
-std::vector<std::string> dataset_names() { return {"fashion-mnist", "mnist", "cifar10"}; }
+std::vector<std::string> dataset_names() { return kDatasetNames.names(); }
 
-DatasetKind parse_dataset_kind(std::string_view name) {
-  for (DatasetKind k : {DatasetKind::FashionMnist, DatasetKind::Mnist, DatasetKind::Cifar10}) {
-    if (name == to_string(k)) return k;
-  }
-  throw InputError(detail::concat("unknown data set '", name,
-                                  "', expected one of: fashion-mnist, mnist, cifar10"));
-}
+DatasetKind parse_dataset_kind(std::string_view name) { return kDatasetNames.parse(name); }
 
 std::filesystem::path default_data_dir(DatasetKind kind) {
   switch (kind) {

@@ -11,9 +11,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/names.hpp"
+
 namespace noeira {
 
 enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10 };
+
+inline constexpr NameTable<DatasetKind, 3> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
+                                                          {DatasetKind::Mnist, "mnist"},
+                                                          {DatasetKind::Cifar10, "cifar10"}}},
+                                                        "data set"};
 
 std::string_view to_string(DatasetKind kind);
 // "fashion-mnist", "mnist", "cifar10"; anything else is an InputError listing the choices.

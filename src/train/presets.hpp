@@ -7,7 +7,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "kernels/error.hpp"
+#include "core/names.hpp"
 #include "nn/linear.hpp"
 #include "nn/sequential.hpp"
 
@@ -42,7 +42,7 @@ decltype(auto) with_preset(std::string_view name, F&& f) {
   if (name == "mlp-cifar") return f(std::type_identity<presets::MlpCifar>{});
   std::string known;
   for (const PresetInfo& p : kPresets) known += (known.empty() ? "" : ", ") + std::string(p.name);
-  throw InputError(detail::concat("unknown model '", name, "', expected one of: ", known));
+  throw_unknown_name("model", name, known);
 }
 
 }  // namespace noeira

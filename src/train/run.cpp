@@ -112,18 +112,11 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
             files != nullptr && files->metrics ? &*files->metrics : nullptr, policy, resume);
   if (summary.stop_signal != 0) return summary;  // to be resumed: no final parameters yet
 
-  // Collective under ZeRO-3 (it gathers); rank 0 writes the file from a plain model.
+  // Collective under ZeRO-3 (it gathers); rank 0 writes the file.
   const std::vector<float> values = policy.full_parameters();
   if (files != nullptr) {
-    M saved(model_init(cfg, ctx.target));
-    std::size_t at = 0;
-    for_each_param(saved, [&](const std::string&, Param& p) {
-      const auto count = static_cast<std::size_t>(p.numel());
-      p.val.copy_from(std::span<const float>(values.data() + at, count));
-      at += count;
-    });
     const std::filesystem::path params_file = files->out / "model.h5";
-    io::save_params(params_file, cfg.model, named_params(saved));
+    io::save_params(params_file, cfg.model, signature_of(dist::walk_units(model)), values);
     if (progress != nullptr) {
       progress->note(detail::concat("saved ", params_file.string(), "; metrics in ",
                                     files->metrics->path().string()));

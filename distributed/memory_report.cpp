@@ -1,0 +1,54 @@
+#include "distributed/memory_report.hpp"
+
+#include <iomanip>
+#include <sstream>
+
+namespace noeira::dist {
+
+namespace {
+std::string mib(double bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(3) << bytes / (1024.0 * 1024.0) << " MiB";
+  return os.str();
+}
+}  // namespace
+
+std::string MemoryReport::to_string() const {
+  std::ostringstream os;
+  os << "rank " << rank << "/" << ranks << " " << dist::to_string(policy) << ": params "
+     << mib(static_cast<double>(param_bytes)) << " (formula " << mib(formula_param_bytes)
+     << "), grads " << mib(static_cast<double>(grad_bytes)) << " (formula "
+     << mib(formula_grad_bytes) << "), optimizer " << mib(static_cast<double>(optimizer_bytes))
+     << " (formula " << mib(formula_optimizer_bytes) << "), total "
+     << mib(static_cast<double>(total_bytes())) << " (formula " << mib(formula_total_bytes())
+     << "), transient " << mib(static_cast<double>(transient_bytes));
+  return os.str();
+}
+
+MemoryReport memory_report(const ParamStore& store, Policy policy, int ranks) {
+  MemoryReport r;
+  r.policy = policy;
+  r.rank = store.rank();
+  r.ranks = ranks;
+  r.numel = store.layout().numel();
+  r.param_bytes = store.value_bytes();
+  r.grad_bytes = store.grad_bytes();
+  r.optimizer_bytes = store.state_bytes();
+  r.transient_bytes = store.transient_bytes();
+  const double psi = static_cast<double>(r.numel) * sizeof(float);
+  const double n = static_cast<double>(ranks);
+  const double state_buffers =
+      (store.has_state(State::M) ? 1.0 : 0.0) + (store.has_state(State::V) ? 1.0 : 0.0);
+  const Residency res = store.residency();
+  auto share = [&](Extent e) { return e == Extent::Slice ? psi / n : psi; };
+  r.formula_param_bytes = share(res.params);
+  if (res.params == Extent::Slice) {
+    r.formula_param_bytes +=
+        static_cast<double>(store.layout().max_unit_numel()) * sizeof(float);
+  }
+  r.formula_grad_bytes = share(res.grads);
+  r.formula_optimizer_bytes = state_buffers * share(res.state);
+  return r;
+}
+
+}  // namespace noeira::dist

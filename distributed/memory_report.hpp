@@ -1,0 +1,41 @@
+#pragma once
+// Memory accounting: the bytes a rank's parameter store holds, next to DESIGN.md's formula for
+// its policy (fp32; k = the optimizer-state buffers allocated: 2 for Adam, 1 for SGD with
+// momentum, 0 for plain SGD). Ψ = parameter count, N = ranks:
+//
+//   params   Ψ (ZeRO-3: Ψ/N plus the largest unit, the gathered one)
+//   grads    Ψ, or Ψ/N where gradients are sliced (ZeRO-2/3)
+//   state    k·Ψ, or k·Ψ/N where the state is sliced (ZeRO-1/2/3)
+#include <cstdint>
+#include <string>
+
+#include "distributed/param_store.hpp"
+#include "distributed/residency.hpp"
+
+namespace noeira::dist {
+
+struct MemoryReport {
+  Policy policy = Policy::Ddp;
+  int rank = 0;
+  int ranks = 1;
+  std::int64_t numel = 0;        // Ψ
+  std::int64_t param_bytes = 0;  // held between steps
+  std::int64_t grad_bytes = 0;
+  std::int64_t optimizer_bytes = 0;
+  std::int64_t transient_bytes = 0;  // the per-unit gradient buffer (ZeRO-2/3), the initial copy
+                                     // (ZeRO-3 before broadcast_initial_parameters)
+  double formula_param_bytes = 0;
+  double formula_grad_bytes = 0;
+  double formula_optimizer_bytes = 0;
+
+  std::int64_t total_bytes() const { return param_bytes + grad_bytes + optimizer_bytes; }
+  double formula_total_bytes() const {
+    return formula_param_bytes + formula_grad_bytes + formula_optimizer_bytes;
+  }
+  // "rank 0/2 zero2: params 1.2 MiB (formula 1.2 MiB), grads ..., optimizer ..., total ...".
+  std::string to_string() const;
+};
+
+MemoryReport memory_report(const ParamStore& store, Policy policy, int ranks);
+
+}  // namespace noeira::dist

@@ -1,0 +1,146 @@
+#pragma once
+// The parameter store: the one owner of parameter memory in training (DESIGN.md "Parameter
+// memory"). It adopts a model's walk — copies every Param's initial value into its own flat
+// buffers — and from then on holds, in the target's memory and laid out by
+// distributed/shard.hpp (rank r owns slice r of every unit):
+//
+//   values    full buffer (Residency::params Full) or this rank's slices + one gathered unit
+//   grads     full buffer (grads Full) or this rank's slices + one unit's transient full gradient
+//   m, v      the optimizer state over the range this rank updates (state extent), allocated by
+//             ensure_state when an optimizer first needs it; nowhere else
+//
+// Param::val / Param::grd are handles into these buffers. A handle whose memory the store does
+// not hold now (a ZeRO-3 value outside its unit's gather, a ZeRO-2/3 gradient outside its unit's
+// vjp) is an absent tensor: reading it is an error that names the parameter, never another
+// unit's bytes. The store knows no process group: the policy (distributed/policy.hpp) moves data
+// between ranks into the regions the store hands out, then binds the handles.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/context.hpp"
+#include "core/param.hpp"
+#include "distributed/residency.hpp"
+#include "distributed/shard.hpp"
+
+namespace noeira::dist {
+
+// The walk, cut into units: params in walk order with their names, and how many params each
+// unit holds (distributed/units.hpp builds it from a model).
+struct WalkParam {
+  std::string name;
+  Param* param = nullptr;
+};
+struct WalkUnits {
+  std::vector<WalkParam> params;
+  std::vector<std::size_t> unit_params;  // [units]
+};
+
+// Which per-parameter buffer.
+enum class State : std::uint8_t { Value, M, V };
+
+// Which part of a buffer a rank's pieces cover: Written, its slice of every unit (what it writes
+// to a checkpoint, so that the ranks together write every element once whatever the policy);
+// Held, everything it stores (what a load must fill).
+enum class Coverage : std::uint8_t { Written, Held };
+
+// A run of parameter elements [param_begin, param_begin + count) of walk parameter `param`,
+// stored contiguously at `data`, in the store's target memory.
+struct HeldPiece {
+  std::size_t param = 0;
+  std::int64_t param_begin = 0;
+  std::int64_t count = 0;
+  float* data = nullptr;
+};
+
+class ParamStore {
+ public:
+  // Adopts the walk's parameters (on ctx.target) for rank `rank` of `ranks`.
+  ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks, const Context& ctx,
+             std::int64_t alignment = 32);
+  ParamStore(const ParamStore&) = delete;
+  ParamStore& operator=(const ParamStore&) = delete;
+
+  Residency residency() const { return residency_; }
+  const ShardedLayout& layout() const { return layout_; }
+  std::size_t unit_count() const { return layout_.unit_count(); }
+  int rank() const { return rank_; }
+  const KernelTable& kernels() const { return *k_; }
+  Target target() const { return k_->target; }
+  Stream stream() const { return stream_; }
+  Decay decay(std::size_t param) const { return decay_[param]; }
+  const std::string& name(std::size_t param) const { return walk_.params[param].name; }
+
+  // Unit-local range this rank updates (and holds optimizer state for): the whole unit (state
+  // Full) or its slice; and the parameter pieces inside it.
+  Range owned(std::size_t unit) const;
+  const std::vector<Piece>& owned_pieces(std::size_t unit) const { return pieces_[unit]; }
+
+  // Where unit u's values are in full (its padded range): the full buffer, or for sliced values
+  // the one gather buffer; where its owned values are; where this rank's slice of its values is
+  // (the all-gather source and target of ZeRO).
+  float* unit_values(std::size_t unit);
+  float* owned_values(std::size_t unit);
+  // Unit u's whole gradient (full buffer, or the transient unit buffer for sliced gradients) and
+  // the owned range of it after reduction.
+  float* unit_grads(std::size_t unit);
+  float* owned_grads(std::size_t unit);
+  // m or v over unit u's owned range; null before ensure_state allocated it.
+  float* owned_state(State state, std::size_t unit);
+  bool has_state(State state) const;
+  // Allocates m and / or v (zeroed) as needed; the first stateful step calls it.
+  void ensure_state(bool m, bool v);
+
+  // ZeRO-3: the unit whose values the gather buffer holds (kNone: none, or stale), and the
+  // handles of a unit's values bound to it (bind) or absent (release).
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::size_t gathered_unit() const { return gathered_unit_; }
+  void set_gathered(std::size_t unit) { gathered_unit_ = unit; }
+  void bind_values(std::size_t unit);
+  void release_values(std::size_t unit);
+  // ZeRO-2/3: the handles of a unit's gradients bound to the transient buffer, or absent.
+  void bind_grads(std::size_t unit);
+  void release_grads(std::size_t unit);
+
+  // ZeRO-3: the full initial values (from the adopted walk), kept until training starts so that
+  // the initial broadcast can replace them; null afterwards. take_initial_slices copies this
+  // rank's slices from them (after the broadcast) and drops them; drop_initial only drops them
+  // (the first forward or step: the slices are already this rank's, maybe loaded since).
+  float* initial_values();
+  void take_initial_slices();
+  void drop_initial();
+
+  // The pieces of `state` a rank writes or holds (Coverage). Empty for M / V before they exist.
+  // Held pieces are written through by a load, which makes the gathered unit stale: it is
+  // forgotten here.
+  std::vector<HeldPiece> pieces(State state, Coverage coverage);
+
+  // Bytes this rank holds, by kind (memory accounting, distributed/memory_report.hpp).
+  std::int64_t value_bytes() const;
+  std::int64_t grad_bytes() const;
+  std::int64_t state_bytes() const;
+  std::int64_t transient_bytes() const;  // the transient unit gradient, the initial copy
+
+ private:
+  void bind(std::size_t unit, bool values);
+  void take_initial_slices_from(const Tensor& full);
+
+  WalkUnits walk_;
+  Residency residency_;
+  int rank_;
+  const KernelTable* k_;
+  Stream stream_;
+  ShardedLayout layout_;
+  std::vector<Decay> decay_;                // [params]
+  std::vector<std::vector<Piece>> pieces_;  // [units] owned pieces, unit-local
+
+  Tensor values_;      // [full_size] or [shard_size] (params Slice)
+  Tensor gathered_;    // [max_unit_size] params Slice: the unit being computed
+  Tensor initial_;     // [full_size] params Slice: initial values until the slices are taken
+  Tensor grads_;       // [full_size] or [shard_size] (grads Slice)
+  Tensor grads_unit_;  // [max_unit_size] grads Slice: one unit's full gradient, transient
+  Tensor m_, v_;       // [full_size] or [shard_size] (state Slice), allocated by ensure_state
+  std::size_t gathered_unit_ = kNone;
+};
+
+}  // namespace noeira::dist
