@@ -2,7 +2,7 @@
 # ranks (3 gives uneven shards), oversubscribed, as root, without ssh.
 add_executable(dist_mpi_driver ${CMAKE_CURRENT_LIST_DIR}/dist_mpi_driver.cpp)
 target_compile_options(dist_mpi_driver PRIVATE ${noeira_warnings})
-target_link_libraries(dist_mpi_driver PRIVATE noeira_core)
+target_link_libraries(dist_mpi_driver PRIVATE noeira_train)
 target_include_directories(dist_mpi_driver PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 
 set(noeira_mpi_test_env

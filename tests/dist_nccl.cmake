@@ -4,7 +4,7 @@
 # than ranks on the node, a build without CUDA) reports skipped with its reason, never passed.
 add_executable(dist_nccl_test ${CMAKE_CURRENT_LIST_DIR}/dist_nccl_test.cpp)
 target_compile_options(dist_nccl_test PRIVATE ${noeira_warnings})
-target_link_libraries(dist_nccl_test PRIVATE noeira_core GTest::gtest)
+target_link_libraries(dist_nccl_test PRIVATE noeira_train GTest::gtest)
 target_include_directories(dist_nccl_test PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 
 set(noeira_nccl_test_env
