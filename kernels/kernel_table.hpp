@@ -81,20 +81,18 @@ struct KernelTable {
   void (*softmax_backward)(Stream, float* dx, const float* dy, const float* y, std::int64_t rows,
                            std::int64_t cols);
 
-  // --- normalization ------------------------------------------------------------------------
-  // mean[rows] and rstd[rows] are saved for the backward pass.
-  void (*layernorm_forward)(Stream, float* y, float* mean, float* rstd, const float* x,
-                            const float* gamma, const float* beta, std::int64_t rows,
-                            std::int64_t cols, float eps);
-  void (*layernorm_backward)(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta,
-                             const float* dy, const float* x, const float* gamma,
-                             const float* mean, const float* rstd, std::int64_t rows,
-                             std::int64_t cols);
-  void (*rmsnorm_forward)(Stream, float* y, float* rstd, const float* x, const float* gamma,
-                          std::int64_t rows, std::int64_t cols, float eps);
-  void (*rmsnorm_backward)(Stream, GradMode mode, float* dx, float* dgamma, const float* dy,
-                           const float* x, const float* gamma, const float* rstd,
-                           std::int64_t rows, std::int64_t cols);
+  // --- normalization: LayerNorm, or RMSNorm where mean, beta and dbeta are null -------------
+  // LayerNorm: xhat = (x - mean) · rstd, y = xhat · gamma + beta. RMSNorm: xhat = x · rstd, with
+  // rstd from the mean square, y = xhat · gamma. mean[rows] (LayerNorm) and rstd[rows] are saved
+  // for the backward pass.
+  void (*norm_forward)(Stream, float* y, float* mean, float* rstd, const float* x,
+                       const float* gamma, const float* beta, std::int64_t rows,
+                       std::int64_t cols, float eps);
+  // Parameter gradients first (dgamma, and dbeta where not null, per mode), then dx (skipped
+  // when null). mean and rstd are the forward's.
+  void (*norm_backward)(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta,
+                        const float* dy, const float* x, const float* gamma, const float* mean,
+                        const float* rstd, std::int64_t rows, std::int64_t cols);
 
   // --- embedding (ids are checked against vocab by the caller on the host) ------------------
   // The lookup is gather_rows.

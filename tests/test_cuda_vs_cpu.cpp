@@ -270,17 +270,17 @@ TEST(CudaVsCpu, LayerNormForwardAndBackward) {
           Tensor dx({rows, cols}, t);
           Tensor dgamma = random_on(t, {cols}, 45);
           Tensor dbeta = random_on(t, {cols}, 46);
-          k.layernorm_forward(nullptr, y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
-                              beta.data(), rows, cols, 1e-5f);
-          k.layernorm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(),
-                               dbeta.data(), dy.data(), x.data(), gamma.data(), mean.data(),
-                               rstd.data(), rows, cols);
+          k.norm_forward(nullptr, y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
+                         beta.data(), rows, cols, 1e-5f);
+          k.norm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(), dbeta.data(),
+                          dy.data(), x.data(), gamma.data(), mean.data(), rstd.data(), rows,
+                          cols);
           Outputs o{{"y", y.to_vector()},         {"mean", mean.to_vector()},
                     {"rstd", rstd.to_vector()},   {"dx", dx.to_vector()},
                     {"dgamma", dgamma.to_vector()}, {"dbeta", dbeta.to_vector()}};
-          k.layernorm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(),
-                               dbeta.data(), dy.data(), x.data(), gamma.data(), mean.data(),
-                               rstd.data(), rows, cols);
+          k.norm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(), dbeta.data(),
+                          dy.data(), x.data(), gamma.data(), mean.data(), rstd.data(), rows,
+                          cols);
           o.emplace_back("dgamma accumulated", dgamma.to_vector());
           o.emplace_back("dbeta accumulated", dbeta.to_vector());
           return o;
@@ -304,16 +304,16 @@ TEST(CudaVsCpu, RmsNormForwardAndBackward) {
           Tensor rstd({rows}, t);
           Tensor dx({rows, cols}, t);
           Tensor dgamma = random_on(t, {cols}, 55);
-          k.rmsnorm_forward(nullptr, y.data(), rstd.data(), x.data(), gamma.data(), rows, cols,
-                            1e-6f);
-          k.rmsnorm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(), dy.data(),
-                             x.data(), gamma.data(), rstd.data(), rows, cols);
+          k.norm_forward(nullptr, y.data(), nullptr, rstd.data(), x.data(), gamma.data(), nullptr,
+                         rows, cols, 1e-6f);
+          k.norm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(), nullptr,
+                          dy.data(), x.data(), gamma.data(), nullptr, rstd.data(), rows, cols);
           Outputs o{{"y", y.to_vector()},
                     {"rstd", rstd.to_vector()},
                     {"dx", dx.to_vector()},
                     {"dgamma", dgamma.to_vector()}};
-          k.rmsnorm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(), dy.data(),
-                             x.data(), gamma.data(), rstd.data(), rows, cols);
+          k.norm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(), nullptr,
+                          dy.data(), x.data(), gamma.data(), nullptr, rstd.data(), rows, cols);
           o.emplace_back("dgamma accumulated", dgamma.to_vector());
           return o;
         },
