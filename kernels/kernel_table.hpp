@@ -53,9 +53,13 @@ struct KernelTable {
   void (*copy_columns)(Stream, GradMode, float* dst, std::int64_t dst_stride, const float* src,
                        std::int64_t src_stride, std::int64_t rows, std::int64_t cols);
 
-  // --- reductions (result on the host, deterministic for any thread count) ------------------
+  // --- reductions (deterministic for any thread count or GPU) --------------------------------
+  // Result on the host: the call waits for the stream.
   double (*sum_squares)(Stream, const float* x, std::int64_t n);
   double (*sum)(Stream, const float* x, std::int64_t n);
+  // *acc += Σ x, acc one double in the target's memory; on CUDA nothing waits for the stream.
+  // Adds exactly the value sum() returns.
+  void (*sum_into)(Stream, double* acc, const float* x, std::int64_t n);
 
   // --- Linear family ------------------------------------------------------------------------
   // y[rows,out] = act(x[rows,in] · w[out,in]ᵀ + b[out]); b may be null (no bias).

@@ -144,6 +144,12 @@ TEST(CudaVsCpu, ReductionsMatchAndAreDeterministic) {
     EXPECT_NEAR(q, q_ref, 1e-9 * (1.0 + q_ref)) << "sum_squares, n = " << n;
     EXPECT_EQ(gpu.sum(nullptr, dc.data(), n), s) << "sum not deterministic, n = " << n;
     EXPECT_EQ(gpu.sum_squares(nullptr, dc.data(), n), q) << "n = " << n;
+    // sum_into adds on the device exactly what sum returns, on top of what is there.
+    const std::vector<double> start = {0.5};
+    Tensor acc = Tensor::from_host_as<double>({1}, start, Target::Cuda);
+    gpu.sum_into(nullptr, acc.as<double>(), dc.data(), n);
+    gpu.sum_into(nullptr, acc.as<double>(), dc.data(), n);
+    EXPECT_EQ(acc.to_host<double>()[0], (0.5 + s) + s) << "sum_into, n = " << n;
   }
 }
 
