@@ -407,17 +407,21 @@ TEST(CudaVsCpu, DropoutBackwardUsesTheForwardMask) {
   EXPECT_LT(dropped, yv.size() * 2 / 5);
 }
 
+// Every row loss with and without a gradient. A vocabulary of 5000 is many elements per thread
+// of the block per row; every fifth row of cross-entropy carries the ignore index.
 TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
   NOEIRA_REQUIRE_GPU();
-  for (std::int64_t classes : {1, 10, 257}) {
+  for (std::int64_t classes : {1, 10, 257, 5000}) {
     SCOPED_TRACE("classes " + std::to_string(classes));
     expect_same_on_both(
         [classes](Target t) {
           const KernelTable& k = kernels_for(t);
           const std::int64_t rows = 45;
+          const std::int32_t ignore = -100;
           std::vector<std::int32_t> label_values;
           for (std::int64_t r = 0; r < rows; ++r) {
-            label_values.push_back(static_cast<std::int32_t>((r * 7) % classes));
+            label_values.push_back(r % 5 == 2 ? ignore
+                                              : static_cast<std::int32_t>((r * 7) % classes));
           }
           Tensor labels = ids_on(t, label_values);
           Tensor logits = random_on(t, {rows, classes}, 81, -20.0f, 20.0f);
@@ -425,30 +429,79 @@ TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
           Tensor loss({rows}, t);
           Tensor grad({rows, classes}, t);
           Outputs o;
-          k.cross_entropy(nullptr, loss.data(), grad.data(), logits.data(), labels.ids(), rows,
-                          classes, 0.25f);
-          o.emplace_back("ce loss", loss.to_vector());
-          o.emplace_back("ce grad", grad.to_vector());
-          k.cross_entropy(nullptr, loss.data(), nullptr, logits.data(), labels.ids(), rows,
-                          classes, 0.25f);
-          o.emplace_back("ce loss only", loss.to_vector());
-          k.soft_cross_entropy(nullptr, loss.data(), grad.data(), logits.data(), target.data(),
-                               rows, classes, 0.5f);
-          o.emplace_back("soft ce loss", loss.to_vector());
-          o.emplace_back("soft ce grad", grad.to_vector());
-          k.soft_cross_entropy(nullptr, loss.data(), nullptr, logits.data(), target.data(), rows,
-                               classes, 0.5f);
-          o.emplace_back("soft ce loss only", loss.to_vector());
-          k.mse(nullptr, loss.data(), grad.data(), logits.data(), target.data(), rows, classes,
-                2.0f);
-          o.emplace_back("mse loss", loss.to_vector());
-          o.emplace_back("mse grad", grad.to_vector());
-          k.mse(nullptr, loss.data(), nullptr, logits.data(), target.data(), rows, classes, 2.0f);
-          o.emplace_back("mse loss only", loss.to_vector());
+          const auto run = [&](LossKind kind, const char* name, float scale) {
+            RowLossArgs a;
+            a.row_loss = loss.data();
+            a.grad = grad.data();
+            a.pred = logits.data();
+            a.rows = rows;
+            a.cols = classes;
+            a.grad_scale = scale;
+            if (kind == LossKind::CrossEntropy) {
+              a.labels = labels.ids();
+              a.ignore_index = ignore;
+            } else {
+              a.target = target.data();
+            }
+            k.row_loss(nullptr, kind, a);
+            o.emplace_back(std::string(name) + " loss", loss.to_vector());
+            o.emplace_back(std::string(name) + " grad", grad.to_vector());
+            a.grad = nullptr;
+            k.row_loss(nullptr, kind, a);
+            o.emplace_back(std::string(name) + " loss only", loss.to_vector());
+          };
+          run(LossKind::CrossEntropy, "ce", 0.25f);
+          run(LossKind::SoftCrossEntropy, "soft ce", 0.5f);
+          run(LossKind::Mse, "mse", 2.0f);
           return o;
         },
         Tol{1e-5, 1e-5});
   }
+}
+
+// Labels are not checked on the device: one outside [0, classes) that is not the ignore index
+// must give a NaN row (loss and gradient) and leave the other rows alone, never read out of
+// bounds.
+TEST(CudaVsCpu, CrossEntropyBadLabelsGiveNanRows) {
+  NOEIRA_REQUIRE_GPU();
+  const std::int64_t rows = 6, classes = 700;
+  const std::vector<std::int32_t> label_values = {3, -5, 700, -1, 1 << 30, 699};
+  const std::vector<bool> bad = {false, true, true, false, true, false};
+  const std::vector<float> logit_values =
+      random_values(static_cast<std::size_t>(rows * classes), 83, -5.0f, 5.0f);
+  Outputs results[2];
+  for (Target t : {Target::Cpu, Target::Cuda}) {
+    const KernelTable& k = kernels_for(t);
+    Tensor labels = ids_on(t, label_values);
+    Tensor logits = on(t, {rows, classes}, logit_values);
+    Tensor loss({rows}, t);
+    Tensor grad({rows, classes}, t);
+    RowLossArgs a;
+    a.row_loss = loss.data();
+    a.grad = grad.data();
+    a.pred = logits.data();
+    a.labels = labels.ids();
+    a.rows = rows;
+    a.cols = classes;
+    a.ignore_index = -1;  // row 3 is ignored, not bad
+    k.row_loss(nullptr, LossKind::CrossEntropy, a);
+    results[t == Target::Cuda] = {{"loss", loss.to_vector()}, {"grad", grad.to_vector()}};
+  }
+  const std::vector<float>& loss = results[1][0].second;
+  const std::vector<float>& grad = results[1][1].second;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::size_t ur = static_cast<std::size_t>(r);
+    EXPECT_EQ(std::isnan(loss[ur]), bad[ur]) << "row " << r;
+    for (std::int64_t c = 0; c < classes; ++c) {
+      const float g = grad[static_cast<std::size_t>(r * classes + c)];
+      ASSERT_EQ(std::isnan(g), bad[ur]) << "row " << r << " class " << c;
+      if (r == 3) {
+        ASSERT_EQ(g, 0.0f) << "ignored row, class " << c;
+      }
+    }
+  }
+  EXPECT_EQ(loss[3], 0.0f);
+  expect_same_on_both([&](Target t) { return results[t == Target::Cuda]; }, Tol{1e-5, 1e-5});
 }
 
 TEST(CudaVsCpu, CountCorrectIsExactWithTies) {

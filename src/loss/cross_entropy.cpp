@@ -26,8 +26,15 @@ double CrossEntropyLoss::run(Context& ctx, const Tensor& logits, const Tensor& l
   const std::int64_t classes = logits.dim(1);
   loss_checks::labels(ctx, labels, rows, classes, kName);
   row_loss_.resize({rows}, ctx.target);
-  ctx.k->cross_entropy(ctx.stream, row_loss_.data(), grad, logits.data(), labels.ids(), rows,
-                       classes, grad_scale);
+  RowLossArgs args;
+  args.row_loss = row_loss_.data();
+  args.grad = grad;
+  args.pred = logits.data();
+  args.labels = labels.ids();
+  args.rows = rows;
+  args.cols = classes;
+  args.grad_scale = grad_scale;
+  ctx.k->row_loss(ctx.stream, LossKind::CrossEntropy, args);
   // The table's sum has a fixed order: the same total for any thread count.
   return ctx.k->sum(ctx.stream, row_loss_.data(), rows);
 }

@@ -25,8 +25,15 @@ double MSELoss::run(Context& ctx, const Tensor& pred, const Tensor& target, floa
   const std::int64_t rows = pred.dim(0);
   const std::int64_t cols = pred.dim(1);
   row_loss_.resize({rows}, ctx.target);
-  ctx.k->mse(ctx.stream, row_loss_.data(), grad, pred.data(), target.data(), rows, cols,
-             grad_scale);
+  RowLossArgs args;
+  args.row_loss = row_loss_.data();
+  args.grad = grad;
+  args.pred = pred.data();
+  args.target = target.data();
+  args.rows = rows;
+  args.cols = cols;
+  args.grad_scale = grad_scale;
+  ctx.k->row_loss(ctx.stream, LossKind::Mse, args);
   return ctx.k->sum(ctx.stream, row_loss_.data(), rows);
 }
 

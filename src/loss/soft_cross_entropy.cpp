@@ -25,8 +25,15 @@ double SoftCrossEntropyLoss::run(Context& ctx, const Tensor& logits, const Tenso
   const std::int64_t rows = logits.dim(0);
   const std::int64_t classes = logits.dim(1);
   row_loss_.resize({rows}, ctx.target);
-  ctx.k->soft_cross_entropy(ctx.stream, row_loss_.data(), grad, logits.data(), targets.data(),
-                            rows, classes, grad_scale);
+  RowLossArgs args;
+  args.row_loss = row_loss_.data();
+  args.grad = grad;
+  args.pred = logits.data();
+  args.target = targets.data();
+  args.rows = rows;
+  args.cols = classes;
+  args.grad_scale = grad_scale;
+  ctx.k->row_loss(ctx.stream, LossKind::SoftCrossEntropy, args);
   return ctx.k->sum(ctx.stream, row_loss_.data(), rows);
 }
 
