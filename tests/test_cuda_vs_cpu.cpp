@@ -1,17 +1,17 @@
 // The CUDA kernels against the CPU reference: every table entry runs the same inputs through
 // kernels_for(Target::Cpu) and kernels_for(Target::Cuda), and the outputs must agree element by
-// element within |cuda - cpu| <= tol + |cpu| · eps (llm.c). Entries whose CUDA version promises
-// bit-identical results (element-wise maps, embedding scatter, dropout, integer counts) are
-// compared exactly. Without a CUDA device (or in a build without CUDA) every test is skipped.
+// element within |cuda - cpu| <= tol + |cpu| · eps (llm.c; tests/cuda_compare.hpp). Entries whose
+// CUDA version promises bit-identical results (element-wise maps, embedding scatter, dropout)
+// are compared exactly. The losses are in tests/test_cuda_losses.cpp. Without a CUDA device (or
+// in a build without CUDA) every test is skipped.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "cuda_compare.hpp"
 #include "gpu_skip.hpp"
 #include "gradcheck.hpp"
 #include "nn/linear.hpp"
@@ -20,56 +20,17 @@
 namespace noeira {
 namespace {
 
+using testing::expect_same_on_both;
+using testing::ids_on;
+using testing::kElementwise;
+using testing::kExact;
+using testing::kGemm;
+using testing::kReduction;
+using testing::on;
+using testing::Outputs;
+using testing::random_on;
 using testing::random_values;
-
-struct Tol {
-  double tol = 1e-6;  // absolute part
-  double eps = 1e-5;  // relative part
-};
-constexpr Tol kExact{0.0, 0.0};
-constexpr Tol kElementwise{1e-6, 1e-5};  // device expf/tanhf/erff are within a few ulp
-constexpr Tol kGemm{1e-4, 1e-4};         // fp32 sums of ~100 terms in another order
-constexpr Tol kReduction{1e-5, 1e-4};
-
-// Named outputs of one run, downloaded to the host.
-using Outputs = std::vector<std::pair<std::string, std::vector<float>>>;
-
-// Runs `run` on both targets and compares every output.
-void expect_same_on_both(const std::function<Outputs(Target)>& run, Tol tol = kElementwise) {
-  const Outputs cpu = run(Target::Cpu);
-  const Outputs gpu = run(Target::Cuda);
-  ASSERT_EQ(cpu.size(), gpu.size());
-  for (std::size_t t = 0; t < cpu.size(); ++t) {
-    const auto& [name, ref] = cpu[t];
-    const std::vector<float>& got = gpu[t].second;
-    ASSERT_EQ(ref.size(), got.size()) << name;
-    ASSERT_FALSE(ref.empty()) << name << ": an empty output compares nothing";
-    std::size_t bad = 0;
-    std::size_t first_bad = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      const double diff = std::abs(static_cast<double>(got[i]) - ref[i]);
-      const bool ok = diff <= tol.tol + std::abs(static_cast<double>(ref[i])) * tol.eps ||
-                      (std::isnan(ref[i]) && std::isnan(got[i]));
-      if (!ok && bad++ == 0) first_bad = i;
-    }
-    EXPECT_EQ(bad, 0u) << name << ": " << bad << " of " << ref.size()
-                       << " elements differ; first at [" << first_bad << "]: cuda "
-                       << got[first_bad] << " vs cpu " << ref[first_bad];
-  }
-}
-
-Tensor on(Target t, Shape shape, const std::vector<float>& values) {
-  return Tensor::from_host(std::move(shape), values, t);
-}
-
-Tensor random_on(Target t, Shape shape, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  const std::size_t n = static_cast<std::size_t>(shape_numel(shape));
-  return Tensor::from_host(std::move(shape), random_values(n, seed, lo, hi), t);
-}
-
-Tensor ids_on(Target t, const std::vector<std::int32_t>& ids) {
-  return Tensor::from_host_ids({static_cast<std::int64_t>(ids.size())}, ids, t);
-}
+using testing::Tol;
 
 constexpr Activation kAllActivations[] = {Activation::Identity, Activation::ReLU,
                                           Activation::Tanh,     Activation::Sigmoid,
@@ -407,124 +368,6 @@ TEST(CudaVsCpu, DropoutBackwardUsesTheForwardMask) {
   EXPECT_LT(dropped, yv.size() * 2 / 5);
 }
 
-// Every row loss with and without a gradient. A vocabulary of 5000 is many elements per thread
-// of the block per row; every fifth row of cross-entropy carries the ignore index.
-TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
-  NOEIRA_REQUIRE_GPU();
-  for (std::int64_t classes : {1, 10, 257, 5000}) {
-    SCOPED_TRACE("classes " + std::to_string(classes));
-    expect_same_on_both(
-        [classes](Target t) {
-          const KernelTable& k = kernels_for(t);
-          const std::int64_t rows = 45;
-          const std::int32_t ignore = -100;
-          std::vector<std::int32_t> label_values;
-          for (std::int64_t r = 0; r < rows; ++r) {
-            label_values.push_back(r % 5 == 2 ? ignore
-                                              : static_cast<std::int32_t>((r * 7) % classes));
-          }
-          Tensor labels = ids_on(t, label_values);
-          Tensor logits = random_on(t, {rows, classes}, 81, -20.0f, 20.0f);
-          Tensor target = random_on(t, {rows, classes}, 82, 0.0f, 0.2f);  // not summing to one
-          Tensor loss({rows}, t);
-          Tensor grad({rows, classes}, t);
-          Outputs o;
-          const auto run = [&](LossKind kind, const char* name, float scale) {
-            RowLossArgs a;
-            a.row_loss = loss.data();
-            a.grad = grad.data();
-            a.pred = logits.data();
-            a.rows = rows;
-            a.cols = classes;
-            a.grad_scale = scale;
-            if (kind == LossKind::CrossEntropy) {
-              a.labels = labels.ids();
-              a.ignore_index = ignore;
-            } else {
-              a.target = target.data();
-            }
-            k.row_loss(nullptr, kind, a);
-            o.emplace_back(std::string(name) + " loss", loss.to_vector());
-            o.emplace_back(std::string(name) + " grad", grad.to_vector());
-            a.grad = nullptr;
-            k.row_loss(nullptr, kind, a);
-            o.emplace_back(std::string(name) + " loss only", loss.to_vector());
-          };
-          run(LossKind::CrossEntropy, "ce", 0.25f);
-          run(LossKind::SoftCrossEntropy, "soft ce", 0.5f);
-          run(LossKind::Mse, "mse", 2.0f);
-          return o;
-        },
-        Tol{1e-5, 1e-5});
-  }
-}
-
-// Labels are not checked on the device: one outside [0, classes) that is not the ignore index
-// must give a NaN row (loss and gradient) and leave the other rows alone, never read out of
-// bounds.
-TEST(CudaVsCpu, CrossEntropyBadLabelsGiveNanRows) {
-  NOEIRA_REQUIRE_GPU();
-  const std::int64_t rows = 6, classes = 700;
-  const std::vector<std::int32_t> label_values = {3, -5, 700, -1, 1 << 30, 699};
-  const std::vector<bool> bad = {false, true, true, false, true, false};
-  const std::vector<float> logit_values =
-      random_values(static_cast<std::size_t>(rows * classes), 83, -5.0f, 5.0f);
-  Outputs results[2];
-  for (Target t : {Target::Cpu, Target::Cuda}) {
-    const KernelTable& k = kernels_for(t);
-    Tensor labels = ids_on(t, label_values);
-    Tensor logits = on(t, {rows, classes}, logit_values);
-    Tensor loss({rows}, t);
-    Tensor grad({rows, classes}, t);
-    RowLossArgs a;
-    a.row_loss = loss.data();
-    a.grad = grad.data();
-    a.pred = logits.data();
-    a.labels = labels.ids();
-    a.rows = rows;
-    a.cols = classes;
-    a.ignore_index = -1;  // row 3 is ignored, not bad
-    k.row_loss(nullptr, LossKind::CrossEntropy, a);
-    results[t == Target::Cuda] = {{"loss", loss.to_vector()}, {"grad", grad.to_vector()}};
-  }
-  const std::vector<float>& loss = results[1][0].second;
-  const std::vector<float>& grad = results[1][1].second;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const std::size_t ur = static_cast<std::size_t>(r);
-    EXPECT_EQ(std::isnan(loss[ur]), bad[ur]) << "row " << r;
-    for (std::int64_t c = 0; c < classes; ++c) {
-      const float g = grad[static_cast<std::size_t>(r * classes + c)];
-      ASSERT_EQ(std::isnan(g), bad[ur]) << "row " << r << " class " << c;
-      if (r == 3) {
-        ASSERT_EQ(g, 0.0f) << "ignored row, class " << c;
-      }
-    }
-  }
-  EXPECT_EQ(loss[3], 0.0f);
-  expect_same_on_both([&](Target t) { return results[t == Target::Cuda]; }, Tol{1e-5, 1e-5});
-}
-
-TEST(CudaVsCpu, CountCorrectIsExactWithTies) {
-  NOEIRA_REQUIRE_GPU();
-  const std::int64_t rows = 1000, classes = 10;
-  // Coarse values make ties frequent: the first maximum must win on both targets.
-  std::vector<float> logits = random_values(static_cast<std::size_t>(rows * classes), 91);
-  for (float& v : logits) v = std::round(v * 2.0f);
-  std::vector<std::int32_t> labels;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    labels.push_back(static_cast<std::int32_t>(r % classes));
-  }
-  std::int64_t counts[2] = {};
-  for (Target t : {Target::Cpu, Target::Cuda}) {
-    const KernelTable& k = kernels_for(t);
-    Tensor x = on(t, {rows, classes}, logits);
-    Tensor l = ids_on(t, labels);
-    counts[t == Target::Cuda] = k.count_correct(nullptr, x.data(), l.ids(), rows, classes);
-  }
-  EXPECT_EQ(counts[1], counts[0]);
-  EXPECT_GT(counts[0], 0);
-  EXPECT_LT(counts[0], rows);
-}
 
 TEST(CudaVsCpu, OptimizerStepsOverSeveralIterations) {
   NOEIRA_REQUIRE_GPU();
