@@ -21,6 +21,25 @@ struct DropoutKey {
   std::int64_t row_offset = 0;  // global index of local row 0 (rank r's first row of the batch)
 };
 
+enum class LossKind : std::uint8_t { CrossEntropy, SoftCrossEntropy, Mse };
+
+// No ignore index: an int64 that no int32 label can equal.
+inline constexpr std::int64_t kNoIgnoreIndex = INT64_MIN;
+
+// What row_loss reads and writes; a loss leaves the pointers it does not use null. grad may be
+// null: loss only, for evaluation.
+struct RowLossArgs {
+  float* row_loss = nullptr;             // [rows] per-row loss, unscaled
+  float* grad = nullptr;                 // [rows, cols] grad_scale · d row_loss / d pred
+  const float* pred = nullptr;           // [rows, cols] logits (CE, soft CE) or predictions (MSE)
+  const float* target = nullptr;         // [rows, cols] distributions (soft CE) or values (MSE)
+  const std::int32_t* labels = nullptr;  // [rows] class labels (CE)
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  float grad_scale = 1.0f;
+  std::int64_t ignore_index = kNoIgnoreIndex;  // CE: the label of rows that do not count
+};
+
 struct KernelTable {
   Target target;
 
@@ -56,9 +75,13 @@ struct KernelTable {
   void (*copy_columns)(Stream, GradMode, float* dst, std::int64_t dst_stride, const float* src,
                        std::int64_t src_stride, std::int64_t rows, std::int64_t cols);
 
-  // --- reductions (result on the host, deterministic for any thread count) ------------------
+  // --- reductions (deterministic for any thread count or GPU) --------------------------------
+  // Result on the host: the call waits for the stream.
   double (*sum_squares)(Stream, const float* x, std::int64_t n);
   double (*sum)(Stream, const float* x, std::int64_t n);
+  // *acc += Σ x, acc one double in the target's memory; on CUDA nothing waits for the stream.
+  // Adds exactly the value sum() returns.
+  void (*sum_into)(Stream, double* acc, const float* x, std::int64_t n);
 
   // --- Linear family ------------------------------------------------------------------------
   // y[rows,out] = act(x[rows,in] · w[out,in]ᵀ + b[out]); b may be null (no bias).
@@ -84,20 +107,18 @@ struct KernelTable {
   void (*softmax_backward)(Stream, float* dx, const float* dy, const float* y, std::int64_t rows,
                            std::int64_t cols);
 
-  // --- normalization ------------------------------------------------------------------------
-  // mean[rows] and rstd[rows] are saved for the backward pass.
-  void (*layernorm_forward)(Stream, float* y, float* mean, float* rstd, const float* x,
-                            const float* gamma, const float* beta, std::int64_t rows,
-                            std::int64_t cols, float eps);
-  void (*layernorm_backward)(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta,
-                             const float* dy, const float* x, const float* gamma,
-                             const float* mean, const float* rstd, std::int64_t rows,
-                             std::int64_t cols);
-  void (*rmsnorm_forward)(Stream, float* y, float* rstd, const float* x, const float* gamma,
-                          std::int64_t rows, std::int64_t cols, float eps);
-  void (*rmsnorm_backward)(Stream, GradMode mode, float* dx, float* dgamma, const float* dy,
-                           const float* x, const float* gamma, const float* rstd,
-                           std::int64_t rows, std::int64_t cols);
+  // --- normalization: LayerNorm, or RMSNorm where mean, beta and dbeta are null -------------
+  // LayerNorm: xhat = (x - mean) · rstd, y = xhat · gamma + beta. RMSNorm: xhat = x · rstd, with
+  // rstd from the mean square, y = xhat · gamma. mean[rows] (LayerNorm) and rstd[rows] are saved
+  // for the backward pass.
+  void (*norm_forward)(Stream, float* y, float* mean, float* rstd, const float* x,
+                       const float* gamma, const float* beta, std::int64_t rows,
+                       std::int64_t cols, float eps);
+  // Parameter gradients first (dgamma, and dbeta where not null, per mode), then dx (skipped
+  // when null). mean and rstd are the forward's.
+  void (*norm_backward)(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta,
+                        const float* dy, const float* x, const float* gamma, const float* mean,
+                        const float* rstd, std::int64_t rows, std::int64_t cols);
 
   // --- embedding (ids are checked against vocab by the caller on the host) ------------------
   // The lookup is gather_rows.
@@ -114,18 +135,16 @@ struct KernelTable {
   void (*dropout_backward)(Stream, float* dx, const float* dy, DropoutKey key, float p,
                            std::int64_t rows, std::int64_t cols);
 
-  // --- losses: per-row loss (unscaled) and the gradient scaled by grad_scale ----------------
-  // Labels out of range are the caller's to reject before the call.
-  // The gradient pointer (dlogits, dpred) may be null: loss only, for evaluation.
-  void (*cross_entropy)(Stream, float* row_loss, float* dlogits, const float* logits,
-                        const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
-                        float grad_scale);
-  void (*soft_cross_entropy)(Stream, float* row_loss, float* dlogits, const float* logits,
-                             const float* target_probs, std::int64_t rows, std::int64_t classes,
-                             float grad_scale);
-  // row_loss = sum over cols of (pred - target)^2 / cols; dpred = 2 (pred - target)/cols · scale
-  void (*mse)(Stream, float* row_loss, float* dpred, const float* pred, const float* target,
-              std::int64_t rows, std::int64_t cols, float grad_scale);
+  // --- losses: per-row loss (unscaled) and its gradient scaled by grad_scale ----------------
+  // One entry for every row loss; RowLossArgs says what each reads. Per row (cols = classes):
+  //   CrossEntropy      -log softmax(pred)[label]; grad (softmax(pred) - onehot(label)) · scale.
+  //                     A row whose label == ignore_index has loss 0 and gradient 0. A label
+  //                     outside [0, cols) otherwise gives a NaN loss and a NaN gradient row,
+  //                     never an out-of-bounds read: labels are not checked on the device.
+  //   SoftCrossEntropy  -Σ target · log softmax(pred); grad (Σ target · softmax - target) · scale.
+  //   Mse               Σ (pred - target)² / cols; grad 2 (pred - target) / cols · scale.
+  // Finite for logits of any magnitude (softmax relative to the row max).
+  void (*row_loss)(Stream, LossKind kind, const RowLossArgs& args);
   // Number of rows whose arg-max equals the label.
   std::int64_t (*count_correct)(Stream, const float* logits, const std::int32_t* labels,
                                 std::int64_t rows, std::int64_t classes);

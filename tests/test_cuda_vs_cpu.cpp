@@ -1,17 +1,17 @@
 // The CUDA kernels against the CPU reference: every table entry runs the same inputs through
 // kernels_for(Target::Cpu) and kernels_for(Target::Cuda), and the outputs must agree element by
-// element within |cuda - cpu| <= tol + |cpu| · eps (llm.c). Entries whose CUDA version promises
-// bit-identical results (element-wise maps, embedding scatter, dropout, integer counts) are
-// compared exactly. Without a CUDA device (or in a build without CUDA) every test is skipped.
+// element within |cuda - cpu| <= tol + |cpu| · eps (llm.c; tests/cuda_compare.hpp). Entries whose
+// CUDA version promises bit-identical results (element-wise maps, embedding scatter, dropout)
+// are compared exactly. The losses are in tests/test_cuda_losses.cpp. Without a CUDA device (or
+// in a build without CUDA) every test is skipped.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "cuda_compare.hpp"
 #include "gpu_skip.hpp"
 #include "gradcheck.hpp"
 #include "nn/linear.hpp"
@@ -20,56 +20,17 @@
 namespace noeira {
 namespace {
 
+using testing::expect_same_on_both;
+using testing::ids_on;
+using testing::kElementwise;
+using testing::kExact;
+using testing::kGemm;
+using testing::kReduction;
+using testing::on;
+using testing::Outputs;
+using testing::random_on;
 using testing::random_values;
-
-struct Tol {
-  double tol = 1e-6;  // absolute part
-  double eps = 1e-5;  // relative part
-};
-constexpr Tol kExact{0.0, 0.0};
-constexpr Tol kElementwise{1e-6, 1e-5};  // device expf/tanhf/erff are within a few ulp
-constexpr Tol kGemm{1e-4, 1e-4};         // fp32 sums of ~100 terms in another order
-constexpr Tol kReduction{1e-5, 1e-4};
-
-// Named outputs of one run, downloaded to the host.
-using Outputs = std::vector<std::pair<std::string, std::vector<float>>>;
-
-// Runs `run` on both targets and compares every output.
-void expect_same_on_both(const std::function<Outputs(Target)>& run, Tol tol = kElementwise) {
-  const Outputs cpu = run(Target::Cpu);
-  const Outputs gpu = run(Target::Cuda);
-  ASSERT_EQ(cpu.size(), gpu.size());
-  for (std::size_t t = 0; t < cpu.size(); ++t) {
-    const auto& [name, ref] = cpu[t];
-    const std::vector<float>& got = gpu[t].second;
-    ASSERT_EQ(ref.size(), got.size()) << name;
-    ASSERT_FALSE(ref.empty()) << name << ": an empty output compares nothing";
-    std::size_t bad = 0;
-    std::size_t first_bad = 0;
-    for (std::size_t i = 0; i < ref.size(); ++i) {
-      const double diff = std::abs(static_cast<double>(got[i]) - ref[i]);
-      const bool ok = diff <= tol.tol + std::abs(static_cast<double>(ref[i])) * tol.eps ||
-                      (std::isnan(ref[i]) && std::isnan(got[i]));
-      if (!ok && bad++ == 0) first_bad = i;
-    }
-    EXPECT_EQ(bad, 0u) << name << ": " << bad << " of " << ref.size()
-                       << " elements differ; first at [" << first_bad << "]: cuda "
-                       << got[first_bad] << " vs cpu " << ref[first_bad];
-  }
-}
-
-Tensor on(Target t, Shape shape, const std::vector<float>& values) {
-  return Tensor::from_host(std::move(shape), values, t);
-}
-
-Tensor random_on(Target t, Shape shape, std::uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-  const std::size_t n = static_cast<std::size_t>(shape_numel(shape));
-  return Tensor::from_host(std::move(shape), random_values(n, seed, lo, hi), t);
-}
-
-Tensor ids_on(Target t, const std::vector<std::int32_t>& ids) {
-  return Tensor::from_host_ids({static_cast<std::int64_t>(ids.size())}, ids, t);
-}
+using testing::Tol;
 
 constexpr Activation kAllActivations[] = {Activation::Identity, Activation::ReLU,
                                           Activation::Tanh,     Activation::Sigmoid,
@@ -144,6 +105,12 @@ TEST(CudaVsCpu, ReductionsMatchAndAreDeterministic) {
     EXPECT_NEAR(q, q_ref, 1e-9 * (1.0 + q_ref)) << "sum_squares, n = " << n;
     EXPECT_EQ(gpu.sum(nullptr, dc.data(), n), s) << "sum not deterministic, n = " << n;
     EXPECT_EQ(gpu.sum_squares(nullptr, dc.data(), n), q) << "n = " << n;
+    // sum_into adds on the device exactly what sum returns, on top of what is there.
+    const std::vector<double> start = {0.5};
+    Tensor acc = Tensor::from_host_as<double>({1}, start, Target::Cuda);
+    gpu.sum_into(nullptr, acc.as<double>(), dc.data(), n);
+    gpu.sum_into(nullptr, acc.as<double>(), dc.data(), n);
+    EXPECT_EQ(acc.to_host<double>()[0], (0.5 + s) + s) << "sum_into, n = " << n;
   }
 }
 
@@ -270,17 +237,17 @@ TEST(CudaVsCpu, LayerNormForwardAndBackward) {
           Tensor dx({rows, cols}, t);
           Tensor dgamma = random_on(t, {cols}, 45);
           Tensor dbeta = random_on(t, {cols}, 46);
-          k.layernorm_forward(nullptr, y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
-                              beta.data(), rows, cols, 1e-5f);
-          k.layernorm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(),
-                               dbeta.data(), dy.data(), x.data(), gamma.data(), mean.data(),
-                               rstd.data(), rows, cols);
+          k.norm_forward(nullptr, y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
+                         beta.data(), rows, cols, 1e-5f);
+          k.norm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(), dbeta.data(),
+                          dy.data(), x.data(), gamma.data(), mean.data(), rstd.data(), rows,
+                          cols);
           Outputs o{{"y", y.to_vector()},         {"mean", mean.to_vector()},
                     {"rstd", rstd.to_vector()},   {"dx", dx.to_vector()},
                     {"dgamma", dgamma.to_vector()}, {"dbeta", dbeta.to_vector()}};
-          k.layernorm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(),
-                               dbeta.data(), dy.data(), x.data(), gamma.data(), mean.data(),
-                               rstd.data(), rows, cols);
+          k.norm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(), dbeta.data(),
+                          dy.data(), x.data(), gamma.data(), mean.data(), rstd.data(), rows,
+                          cols);
           o.emplace_back("dgamma accumulated", dgamma.to_vector());
           o.emplace_back("dbeta accumulated", dbeta.to_vector());
           return o;
@@ -304,16 +271,16 @@ TEST(CudaVsCpu, RmsNormForwardAndBackward) {
           Tensor rstd({rows}, t);
           Tensor dx({rows, cols}, t);
           Tensor dgamma = random_on(t, {cols}, 55);
-          k.rmsnorm_forward(nullptr, y.data(), rstd.data(), x.data(), gamma.data(), rows, cols,
-                            1e-6f);
-          k.rmsnorm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(), dy.data(),
-                             x.data(), gamma.data(), rstd.data(), rows, cols);
+          k.norm_forward(nullptr, y.data(), nullptr, rstd.data(), x.data(), gamma.data(), nullptr,
+                         rows, cols, 1e-6f);
+          k.norm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(), nullptr,
+                          dy.data(), x.data(), gamma.data(), nullptr, rstd.data(), rows, cols);
           Outputs o{{"y", y.to_vector()},
                     {"rstd", rstd.to_vector()},
                     {"dx", dx.to_vector()},
                     {"dgamma", dgamma.to_vector()}};
-          k.rmsnorm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(), dy.data(),
-                             x.data(), gamma.data(), rstd.data(), rows, cols);
+          k.norm_backward(nullptr, GradMode::Accumulate, dx.data(), dgamma.data(), nullptr,
+                          dy.data(), x.data(), gamma.data(), nullptr, rstd.data(), rows, cols);
           o.emplace_back("dgamma accumulated", dgamma.to_vector());
           return o;
         },
@@ -401,71 +368,6 @@ TEST(CudaVsCpu, DropoutBackwardUsesTheForwardMask) {
   EXPECT_LT(dropped, yv.size() * 2 / 5);
 }
 
-TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
-  NOEIRA_REQUIRE_GPU();
-  for (std::int64_t classes : {1, 10, 257}) {
-    SCOPED_TRACE("classes " + std::to_string(classes));
-    expect_same_on_both(
-        [classes](Target t) {
-          const KernelTable& k = kernels_for(t);
-          const std::int64_t rows = 45;
-          std::vector<std::int32_t> label_values;
-          for (std::int64_t r = 0; r < rows; ++r) {
-            label_values.push_back(static_cast<std::int32_t>((r * 7) % classes));
-          }
-          Tensor labels = ids_on(t, label_values);
-          Tensor logits = random_on(t, {rows, classes}, 81, -20.0f, 20.0f);
-          Tensor target = random_on(t, {rows, classes}, 82, 0.0f, 0.2f);  // not summing to one
-          Tensor loss({rows}, t);
-          Tensor grad({rows, classes}, t);
-          Outputs o;
-          k.cross_entropy(nullptr, loss.data(), grad.data(), logits.data(), labels.ids(), rows,
-                          classes, 0.25f);
-          o.emplace_back("ce loss", loss.to_vector());
-          o.emplace_back("ce grad", grad.to_vector());
-          k.cross_entropy(nullptr, loss.data(), nullptr, logits.data(), labels.ids(), rows,
-                          classes, 0.25f);
-          o.emplace_back("ce loss only", loss.to_vector());
-          k.soft_cross_entropy(nullptr, loss.data(), grad.data(), logits.data(), target.data(),
-                               rows, classes, 0.5f);
-          o.emplace_back("soft ce loss", loss.to_vector());
-          o.emplace_back("soft ce grad", grad.to_vector());
-          k.soft_cross_entropy(nullptr, loss.data(), nullptr, logits.data(), target.data(), rows,
-                               classes, 0.5f);
-          o.emplace_back("soft ce loss only", loss.to_vector());
-          k.mse(nullptr, loss.data(), grad.data(), logits.data(), target.data(), rows, classes,
-                2.0f);
-          o.emplace_back("mse loss", loss.to_vector());
-          o.emplace_back("mse grad", grad.to_vector());
-          k.mse(nullptr, loss.data(), nullptr, logits.data(), target.data(), rows, classes, 2.0f);
-          o.emplace_back("mse loss only", loss.to_vector());
-          return o;
-        },
-        Tol{1e-5, 1e-5});
-  }
-}
-
-TEST(CudaVsCpu, CountCorrectIsExactWithTies) {
-  NOEIRA_REQUIRE_GPU();
-  const std::int64_t rows = 1000, classes = 10;
-  // Coarse values make ties frequent: the first maximum must win on both targets.
-  std::vector<float> logits = random_values(static_cast<std::size_t>(rows * classes), 91);
-  for (float& v : logits) v = std::round(v * 2.0f);
-  std::vector<std::int32_t> labels;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    labels.push_back(static_cast<std::int32_t>(r % classes));
-  }
-  std::int64_t counts[2] = {};
-  for (Target t : {Target::Cpu, Target::Cuda}) {
-    const KernelTable& k = kernels_for(t);
-    Tensor x = on(t, {rows, classes}, logits);
-    Tensor l = ids_on(t, labels);
-    counts[t == Target::Cuda] = k.count_correct(nullptr, x.data(), l.ids(), rows, classes);
-  }
-  EXPECT_EQ(counts[1], counts[0]);
-  EXPECT_GT(counts[0], 0);
-  EXPECT_LT(counts[0], rows);
-}
 
 TEST(CudaVsCpu, OptimizerStepsOverSeveralIterations) {
   NOEIRA_REQUIRE_GPU();

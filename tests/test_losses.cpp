@@ -144,6 +144,82 @@ TEST(CrossEntropyLoss, SameResultForAnyThreadCount) {
   EXPECT_EQ(a.grad().to_vector(), b.grad().to_vector());
 }
 
+// --- cross-entropy with an ignore index ------------------------------------------------------
+
+TEST(CrossEntropyLoss, IgnoredRowsContributeNothing) {
+  Context ctx = cpu();
+  // ignore_index 1 is itself a class: rows labelled 1 are ignored, as in torch.
+  CrossEntropyLoss ce(CrossEntropyOptions{.ignore_index = 1});
+  // Row 0: uniform over 3 classes, label 0: log 3. Row 1: ignored. Row 2: label 2 of [0, 0, ln 2]:
+  // log(1 + 1 + 2) - ln 2 = ln 2.
+  const Tensor logits = matrix(3, 3, {4, 4, 4, 9, -9, 0, 0, 0, std::log(2.0f)});
+  const double loss = ce.forward_backward(ctx, logits, labels({0, 1, 2}), 1.0f);
+  EXPECT_NEAR(loss, std::log(3.0) + std::log(2.0), 1e-6);
+  const std::vector<float> g = ce.grad().to_vector();
+  const std::vector<float> expected = {1.0f / 3 - 1, 1.0f / 3, 1.0f / 3,  // softmax - onehot
+                                       0, 0, 0,                          // ignored
+                                       0.25f, 0.25f, 0.5f - 1};
+  for (std::size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], expected[i], 1e-6) << i;
+  for (std::size_t i = 3; i < 6; ++i) EXPECT_EQ(g[i], 0.0f) << "ignored row, element " << i;
+  // Every row ignored: nothing at all.
+  EXPECT_EQ(ce.forward(ctx, logits, labels({1, 1, 1})), 0.0);
+}
+
+TEST(CrossEntropyLoss, GradientWithIgnoredRowsMatchesFiniteDifferences) {
+  Context ctx = cpu();
+  CrossEntropyLoss ce(CrossEntropyOptions{.ignore_index = -100});
+  const Tensor lab = labels({3, -100, 6, -100, 1, 0});
+  Tensor logits = matrix(6, 7, random_values(42, 11, -3.0f, 3.0f));
+  const float scale = 1.0f / 4.0f;  // the mean over the 4 rows that count
+  ce.forward_backward(ctx, logits, lab, scale);
+  CrossEntropyLoss eval(CrossEntropyOptions{.ignore_index = -100});
+  expect_gradient_matches(logits, ce.grad().to_vector(), scale,
+                          [&](const Tensor& x) { return eval.forward(ctx, x, lab); });
+}
+
+TEST(CrossEntropyLoss, IgnoreIndexDoesNotLetOtherBadLabelsThrough) {
+  Context ctx = cpu();
+  CrossEntropyLoss ce(CrossEntropyOptions{.ignore_index = -100});
+  const Tensor logits = matrix(2, 4, std::vector<float>(8, 0.0f));
+  EXPECT_NO_THROW(ce.forward(ctx, logits, labels({-100, 3})));
+  try {
+    ce.forward(ctx, logits, labels({-100, -1}));
+    FAIL() << "label -1 was accepted with ignore index -100";
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("label -1 at row 1"), std::string::npos) << msg;
+  }
+}
+
+// The kernel's own guard, which device labels rely on (the host checks stop bad labels in host
+// memory before it): a bad label gives a NaN row, the other rows are untouched.
+TEST(CrossEntropyLoss, KernelGivesNanRowsForBadLabels) {
+  const KernelTable& k = kernels_for(Target::Cpu);
+  const std::vector<float> logits = random_values(12, 12, -2.0f, 2.0f);
+  const std::vector<std::int32_t> lab = {2, 4, -1, -7};
+  std::vector<float> loss(4, 0.0f);
+  std::vector<float> grad(12, 0.0f);
+  RowLossArgs a;
+  a.row_loss = loss.data();
+  a.grad = grad.data();
+  a.pred = logits.data();
+  a.labels = lab.data();
+  a.rows = 4;
+  a.cols = 3;
+  a.ignore_index = -7;
+  k.row_loss(nullptr, LossKind::CrossEntropy, a);
+  EXPECT_TRUE(std::isfinite(loss[0]) && loss[0] > 0.0f);
+  EXPECT_TRUE(std::isnan(loss[1])) << "label 4 of 3 classes";
+  EXPECT_TRUE(std::isnan(loss[2])) << "label -1";
+  EXPECT_EQ(loss[3], 0.0f) << "ignored";
+  for (std::size_t c = 0; c < 3; ++c) {
+    EXPECT_TRUE(std::isfinite(grad[c]));
+    EXPECT_TRUE(std::isnan(grad[3 + c]));
+    EXPECT_TRUE(std::isnan(grad[6 + c]));
+    EXPECT_EQ(grad[9 + c], 0.0f);
+  }
+}
+
 // --- soft cross-entropy ----------------------------------------------------------------------
 
 TEST(SoftCrossEntropyLoss, OneHotTargetsMatchCrossEntropy) {
@@ -224,6 +300,43 @@ TEST(MSELoss, RejectsMismatchedTarget) {
   MSELoss mse;
   EXPECT_THROW(mse.forward(ctx, matrix(2, 2, {1, 2, 3, 4}), matrix(1, 4, {1, 2, 3, 4})),
                InputError);
+}
+
+// --- the loss sum on the target ----------------------------------------------------------------
+
+// forward_backward and forward ADD to a double in the target's memory; the host-returning calls
+// give exactly what was added.
+void expect_sum_added(RowLoss& loss, const Tensor& pred, const Tensor& target) {
+  Context ctx = cpu();
+  const std::vector<double> start = {1.5};
+  Tensor acc = Tensor::from_host_as<double>({1}, start, ctx.target);
+  const double s = loss.forward_backward(ctx, pred, target, 0.5f);
+  const std::vector<float> grad = loss.grad().to_vector();
+  loss.forward_backward(ctx, pred, target, 0.5f, acc.as<double>());
+  EXPECT_EQ(loss.grad().to_vector(), grad);
+  loss.forward(ctx, pred, target, acc.as<double>());
+  EXPECT_EQ(acc.to_host<double>()[0], (1.5 + s) + s);
+  EXPECT_EQ(loss.forward(ctx, pred, target), s);
+}
+
+TEST(RowLoss, AddsTheSumIntoADoubleOnTheTarget) {
+  const Tensor x = matrix(3, 4, random_values(12, 21, -2.0f, 2.0f));
+  const Tensor y = matrix(3, 4, random_values(12, 22, 0.0f, 0.5f));
+  CrossEntropyLoss ce;
+  SoftCrossEntropyLoss sce;
+  MSELoss mse;
+  {
+    SCOPED_TRACE("cross-entropy");
+    expect_sum_added(ce, x, labels({0, 3, 1}));
+  }
+  {
+    SCOPED_TRACE("soft cross-entropy");
+    expect_sum_added(sce, x, y);
+  }
+  {
+    SCOPED_TRACE("mse");
+    expect_sum_added(mse, x, y);
+  }
 }
 
 // --- accuracy --------------------------------------------------------------------------------

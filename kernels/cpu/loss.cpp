@@ -1,37 +1,44 @@
-// Losses on the CPU: one row per iteration, the row math from kernels/loss_math.hpp. Rows are
-// independent, so the results do not depend on the thread count.
+// Losses on the CPU: one row per iteration, the row math of kernels/loss_math.hpp walked in
+// column order. Rows are independent, so the results do not depend on the thread count.
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/loss_math.hpp"
 
 namespace noeira::cpu {
 
-void cross_entropy(Stream, float* row_loss, float* dlogits, const float* logits,
-                   const std::int32_t* labels, std::int64_t rows, std::int64_t classes,
-                   float grad_scale) {
-  parallel_for_rows(rows, classes, [&](std::int64_t r) {
-    float* d = dlogits != nullptr ? dlogits + r * classes : nullptr;
-    row_loss[r] = loss_math::cross_entropy_row(d, logits + r * classes, labels[r], classes,
-                                               grad_scale);
-  });
-}
+namespace {
 
-void soft_cross_entropy(Stream, float* row_loss, float* dlogits, const float* logits,
-                        const float* target_probs, std::int64_t rows, std::int64_t classes,
-                        float grad_scale) {
-  parallel_for_rows(rows, classes, [&](std::int64_t r) {
-    float* d = dlogits != nullptr ? dlogits + r * classes : nullptr;
-    row_loss[r] = loss_math::soft_cross_entropy_row(d, logits + r * classes,
-                                                    target_probs + r * classes, classes,
-                                                    grad_scale);
-  });
-}
+// loss_math's Row on one thread (n > 0).
+struct SerialRow {
+  std::int64_t n;
+  std::int64_t size() const { return n; }
+  template <class F>
+  float sum(F f) const {
+    float s = 0.0f;
+    for (std::int64_t c = 0; c < n; ++c) s += f(c);
+    return s;
+  }
+  template <class F>
+  float max(F f) const {
+    float m = f(0);
+    for (std::int64_t c = 1; c < n; ++c) {
+      const float v = f(c);
+      m = v > m ? v : m;
+    }
+    return m;
+  }
+  template <class F>
+  void each(F f) const {
+    for (std::int64_t c = 0; c < n; ++c) f(c);
+  }
+};
 
-void mse(Stream, float* row_loss, float* dpred, const float* pred, const float* target,
-         std::int64_t rows, std::int64_t cols, float grad_scale) {
-  parallel_for_rows(rows, cols, [&](std::int64_t r) {
-    float* d = dpred != nullptr ? dpred + r * cols : nullptr;
-    row_loss[r] = loss_math::mse_row(d, pred + r * cols, target + r * cols, cols, grad_scale);
+}  // namespace
+
+void row_loss(Stream, LossKind kind, const RowLossArgs& args) {
+  if (args.cols <= 0) return;
+  parallel_for_rows(args.rows, args.cols, [&](std::int64_t r) {
+    args.row_loss[r] = loss_math::row_loss(SerialRow{args.cols}, kind, args, r);
   });
 }
 

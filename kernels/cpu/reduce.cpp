@@ -38,4 +38,6 @@ double sum(Stream, const float* x, std::int64_t n) {
   return chunked_sum(n, [x](std::int64_t i) { return static_cast<double>(x[i]); });
 }
 
+void sum_into(Stream s, double* acc, const float* x, std::int64_t n) { *acc += sum(s, x, n); }
+
 }  // namespace noeira::cpu

@@ -1,6 +1,7 @@
-// LayerNorm and RMSNorm on CUDA: one block per row for the row statistics and the input gradient
-// (sums in double as on the CPU, block reductions in a fixed order), deterministic column sums
-// for the gamma and beta gradients. The element formulas are in kernels/norm_math.hpp.
+// LayerNorm and RMSNorm on CUDA, one skeleton for both (RMSNorm: mean and beta null, as on the
+// CPU): one block per row for the row statistics and the input gradient (sums in double as on
+// the CPU, block reductions in a fixed order), deterministic column sums for the gamma and beta
+// gradients. The element formulas are in kernels/norm_math.hpp.
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/colsum.cuh"
 #include "kernels/cuda/cuda_kernels.hpp"
@@ -11,16 +12,20 @@ namespace noeira::cuda {
 
 namespace {
 
-__global__ void layernorm_forward_kernel(float* y, float* mean, float* rstd, const float* x,
-                                         const float* gamma, const float* beta,
-                                         std::int64_t cols, float eps) {
+// mean is null for RMSNorm (no centring: the row mean is taken as 0), beta null for no shift.
+__global__ void norm_forward_kernel(float* y, float* mean, float* rstd, const float* x,
+                                    const float* gamma, const float* beta, std::int64_t cols,
+                                    float eps) {
   const std::int64_t r = blockIdx.x;
   const float* xr = x + r * cols;
   float* yr = y + r * cols;
-  // Two passes (mean, then squared deviations): no cancellation for rows with a large mean.
-  double s = 0.0;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c];
-  const float m = static_cast<float>(block_sum(s) / static_cast<double>(cols));
+  float m = 0.0f;
+  if (mean != nullptr) {
+    // Two passes (mean, then squared deviations): no cancellation for rows with a large mean.
+    double s = 0.0;
+    for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) s += xr[c];
+    m = static_cast<float>(block_sum(s) / static_cast<double>(cols));
+  }
   double sq = 0.0;
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const double d = static_cast<double>(xr[c]) - m;
@@ -28,10 +33,11 @@ __global__ void layernorm_forward_kernel(float* y, float* mean, float* rstd, con
   }
   const float rs = norm::rstd(static_cast<float>(block_sum(sq) / static_cast<double>(cols)), eps);
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    yr[c] = (xr[c] - m) * rs * gamma[c] + beta[c];
+    const float v = (xr[c] - m) * rs * gamma[c];
+    yr[c] = beta != nullptr ? v + beta[c] : v;
   }
   if (threadIdx.x == 0) {
-    mean[r] = m;
+    if (mean != nullptr) mean[r] = m;
     rstd[r] = rs;
   }
 }
@@ -63,20 +69,6 @@ __global__ void norm_input_grad_kernel(float* dx, const float* dy, const float* 
   }
 }
 
-__global__ void rmsnorm_forward_kernel(float* y, float* rstd, const float* x, const float* gamma,
-                                       std::int64_t cols, float eps) {
-  const std::int64_t r = blockIdx.x;
-  const float* xr = x + r * cols;
-  float* yr = y + r * cols;
-  double sq = 0.0;
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    sq += static_cast<double>(xr[c]) * xr[c];
-  }
-  const float rs = norm::rstd(static_cast<float>(block_sum(sq) / static_cast<double>(cols)), eps);
-  for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = xr[c] * rs * gamma[c];
-  if (threadIdx.x == 0) rstd[r] = rs;
-}
-
 // dy · xhat, the gamma gradient's term; mean is null for RMSNorm.
 struct GammaTerm {
   const float* dy;
@@ -99,42 +91,24 @@ struct BetaTerm {
 
 }  // namespace
 
-void layernorm_forward(Stream s, float* y, float* mean, float* rstd, const float* x,
-                       const float* gamma, const float* beta, std::int64_t rows,
-                       std::int64_t cols, float eps) {
+void norm_forward(Stream s, float* y, float* mean, float* rstd, const float* x,
+                  const float* gamma, const float* beta, std::int64_t rows, std::int64_t cols,
+                  float eps) {
   if (rows <= 0 || cols <= 0) return;
-  layernorm_forward_kernel<<<static_cast<unsigned>(rows), row_threads(cols), 0, as_cuda(s)>>>(
+  norm_forward_kernel<<<static_cast<unsigned>(rows), row_threads(cols), 0, as_cuda(s)>>>(
       y, mean, rstd, x, gamma, beta, cols, eps);
   check_launch();
 }
 
-void layernorm_backward(Stream s, GradMode mode, float* dx, float* dgamma, float* dbeta,
-                        const float* dy, const float* x, const float* gamma, const float* mean,
-                        const float* rstd, std::int64_t rows, std::int64_t cols) {
+void norm_backward(Stream s, GradMode mode, float* dx, float* dgamma, float* dbeta,
+                   const float* dy, const float* x, const float* gamma, const float* mean,
+                   const float* rstd, std::int64_t rows, std::int64_t cols) {
   // Parameter gradients first: dgamma = Σ_rows dy · xhat, dbeta = Σ_rows dy.
   column_sums(s, mode, dgamma, rows, cols, GammaTerm{dy, x, mean, rstd, cols});
-  column_sums(s, mode, dbeta, rows, cols, BetaTerm{dy, cols});
+  if (dbeta != nullptr) column_sums(s, mode, dbeta, rows, cols, BetaTerm{dy, cols});
   if (dx == nullptr || rows <= 0 || cols <= 0) return;
   norm_input_grad_kernel<<<static_cast<unsigned>(rows), row_threads(cols), 0, as_cuda(s)>>>(
       dx, dy, x, gamma, mean, rstd, cols);
-  check_launch();
-}
-
-void rmsnorm_forward(Stream s, float* y, float* rstd, const float* x, const float* gamma,
-                     std::int64_t rows, std::int64_t cols, float eps) {
-  if (rows <= 0 || cols <= 0) return;
-  rmsnorm_forward_kernel<<<static_cast<unsigned>(rows), row_threads(cols), 0, as_cuda(s)>>>(
-      y, rstd, x, gamma, cols, eps);
-  check_launch();
-}
-
-void rmsnorm_backward(Stream s, GradMode mode, float* dx, float* dgamma, const float* dy,
-                      const float* x, const float* gamma, const float* rstd, std::int64_t rows,
-                      std::int64_t cols) {
-  column_sums(s, mode, dgamma, rows, cols, GammaTerm{dy, x, nullptr, rstd, cols});
-  if (dx == nullptr || rows <= 0 || cols <= 0) return;
-  norm_input_grad_kernel<<<static_cast<unsigned>(rows), row_threads(cols), 0, as_cuda(s)>>>(
-      dx, dy, x, gamma, nullptr, rstd, cols);
   check_launch();
 }
 

@@ -1,7 +1,8 @@
 // Deterministic sums: a fixed partition of x into chunks (one block each, independent of the
-// GPU), each chunk reduced in double by a fixed tree, then the chunk sums added on the host in
-// chunk order. The result depends only on the data and n — the same on any GPU of any size,
-// which bit-exact resume and simulated ranks rely on. It is not bit-identical to the CPU (whose
+// GPU), each chunk reduced in double by a fixed tree, then the chunk sums added in chunk order:
+// on the host for sum and sum_squares, by one device thread for sum_into (no download, so no
+// wait). The result depends only on the data and n — the same on any GPU of any size, which
+// bit-exact resume and simulated ranks rely on. It is not bit-identical to the CPU (whose
 // in-chunk order is sequential), only equal within double rounding.
 #include <vector>
 
@@ -39,20 +40,41 @@ __global__ void chunk_sums_kernel(double* partial, const float* x, std::int64_t 
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
+// The device half of both ways to finish: the chunk sums of x (n > 0) in a scratch buffer.
+template <class Term>
+class ChunkSums {
+ public:
+  ChunkSums(Stream stream, const float* x, std::int64_t n, Term term)
+      : chunks_((n + kChunk - 1) / kChunk), partial_(stream, static_cast<std::size_t>(chunks_)) {
+    chunk_sums_kernel<<<static_cast<unsigned>(chunks_), kReduceThreads, 0, as_cuda(stream)>>>(
+        partial_.data(), x, n, term);
+    check_launch();
+  }
+  std::int64_t chunks() const { return chunks_; }
+  double* data() { return partial_.data(); }
+
+ private:
+  std::int64_t chunks_;
+  Scratch<double> partial_;
+};
+
 template <class Term>
 double chunked_sum(Stream stream, const float* x, std::int64_t n, Term term) {
   if (n <= 0) return 0.0;
-  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
-  Scratch<double> partial(stream, static_cast<std::size_t>(chunks));
-  chunk_sums_kernel<<<static_cast<unsigned>(chunks), kReduceThreads, 0, as_cuda(stream)>>>(
-      partial.data(), x, n, term);
-  check_launch();
-  std::vector<double> host(static_cast<std::size_t>(chunks));
+  ChunkSums<Term> partial(stream, x, n, term);
+  std::vector<double> host(static_cast<std::size_t>(partial.chunks()));
   // download() waits for the stream: the result is needed on the host now.
   download(stream, host.data(), partial.data(), host.size() * sizeof(double));
   double total = 0.0;
   for (double p : host) total += p;
   return total;
+}
+
+// chunked_sum's host loop on the device: the same total, added in the same order.
+__global__ void add_chunks_kernel(double* acc, const double* partial, std::int64_t chunks) {
+  double total = 0.0;
+  for (std::int64_t c = 0; c < chunks; ++c) total += partial[c];
+  *acc += total;
 }
 
 }  // namespace
@@ -62,5 +84,12 @@ double sum_squares(Stream s, const float* x, std::int64_t n) {
 }
 
 double sum(Stream s, const float* x, std::int64_t n) { return chunked_sum(s, x, n, Value{}); }
+
+void sum_into(Stream s, double* acc, const float* x, std::int64_t n) {
+  if (n <= 0) return;
+  ChunkSums<Value> partial(s, x, n, Value{});
+  add_chunks_kernel<<<1, 1, 0, as_cuda(s)>>>(acc, partial.data(), partial.chunks());
+  check_launch();
+}
 
 }  // namespace noeira::cuda

@@ -1,7 +1,5 @@
 #include "loss/checks.hpp"
 
-#include <vector>
-
 #include "kernels/error.hpp"
 
 namespace noeira::loss_checks {
@@ -31,7 +29,7 @@ void same_shape(const Context& ctx, const Tensor& pred, const Tensor& target,
 }
 
 void labels(const Context& ctx, const Tensor& labels, std::int64_t rows, std::int64_t classes,
-            std::string_view loss) {
+            std::int64_t ignore_index, std::string_view loss) {
   if (!labels.defined() || labels.rank() != 1 || labels.dim(0) != rows ||
       labels.dtype() != DType::I32) {
     throw InputError(detail::concat(
@@ -42,9 +40,11 @@ void labels(const Context& ctx, const Tensor& labels, std::int64_t rows, std::in
     throw InputError(detail::concat(loss, ": labels live on ", to_string(labels.target()),
                                     " but the context runs on ", to_string(ctx.target)));
   }
-  const std::vector<std::int32_t> host = labels.to_ids();
-  for (std::size_t r = 0; r < host.size(); ++r) {
-    if (host[r] < 0 || host[r] >= classes) {
+  // Device labels are not read back: that would make the host wait for the device every call.
+  if (labels.target() != Target::Cpu) return;
+  const std::int32_t* host = labels.ids();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (host[r] != ignore_index && (host[r] < 0 || host[r] >= classes)) {
       throw InputError(detail::concat(loss, ": label ", host[r], " at row ", r,
                                       " is outside [0, ", classes, ")"));
     }

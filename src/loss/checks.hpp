@@ -16,9 +16,10 @@ void matrix(const Context& ctx, const Tensor& t, std::string_view loss, std::str
 void same_shape(const Context& ctx, const Tensor& pred, const Tensor& target,
                 std::string_view loss, std::string_view pred_name, std::string_view target_name);
 
-// labels is [rows] I32 on the context's target, every label in [0, classes). Reads the labels on
-// the host: a few bytes per row, and a bad label must never reach a kernel that indexes with it.
+// labels is [rows] I32 on the context's target. Labels in host memory (Target::Cpu) must also
+// each be in [0, classes) or equal ignore_index; device labels are left to the kernels, which
+// never read out of bounds with a bad one (kernel_table.hpp).
 void labels(const Context& ctx, const Tensor& labels, std::int64_t rows, std::int64_t classes,
-            std::string_view loss);
+            std::int64_t ignore_index, std::string_view loss);
 
 }  // namespace noeira::loss_checks

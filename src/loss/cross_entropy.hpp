@@ -1,29 +1,30 @@
 #pragma once
 // Softmax cross-entropy against integer class labels.
-#include "core/context.hpp"
-#include "core/tensor.hpp"
+#include <cstdint>
+#include <optional>
+
+#include "loss/row_loss.hpp"
 
 namespace noeira {
 
-class CrossEntropyLoss {
+struct CrossEntropyOptions {
+  // A row whose label equals it contributes loss 0 and gradient 0 (torch's ignore_index, for
+  // padding tokens); the trainer counts the rows that do count. None: every label is a class.
+  std::optional<std::int32_t> ignore_index;
+};
+
+// logits [rows, classes] F32, labels [rows] I32; the per-row loss is -log softmax(logits)[label]
+// (RowLoss documents the calls). A label outside [0, classes) that is not the ignore index:
+//   - on Target::Cpu (labels in host memory, read for free) an InputError naming its row and
+//     value;
+//   - on Target::Cuda not checked (the data loader validates labels once, at load; reading them
+//     back here would make the host wait every step): that row's loss and gradient row are NaN,
+//     and nothing is read out of bounds.
+class CrossEntropyLoss : public RowLoss {
  public:
-  // logits [rows, classes] F32, labels [rows] I32. Returns the SUM over rows of the per-row loss
-  // (double); writes grad() = grad_scale * d(sum)/d(logits). Mean over the batch: grad_scale =
-  // 1/rows (distributed training passes 1/global_rows). A label outside [0, classes) throws an
-  // InputError naming its row and value.
-  double forward_backward(Context& ctx, const Tensor& logits, const Tensor& labels,
-                          float grad_scale);
-  // The same sum, without a gradient (evaluation); grad() keeps the last forward_backward's.
-  double forward(Context& ctx, const Tensor& logits, const Tensor& labels);
-  // [rows, classes] gradient of the last forward_backward.
-  const Tensor& grad() const { return grad_; }
-
- private:
-  double run(Context& ctx, const Tensor& logits, const Tensor& labels, float* grad,
-             float grad_scale);
-
-  Tensor row_loss_;  // [rows] per-row loss
-  Tensor grad_;      // [rows, classes] d loss / d logits, scaled
+  explicit CrossEntropyLoss(CrossEntropyOptions options = {})
+      : RowLoss({LossKind::CrossEntropy, "CrossEntropyLoss", "logits", "labels",
+                 options.ignore_index ? *options.ignore_index : kNoIgnoreIndex}) {}
 };
 
 }  // namespace noeira

@@ -27,18 +27,17 @@ class LayerNorm {
     y_.resize(x.shape(), ctx.target);
     mean_.resize({rows}, ctx.target);
     rstd_.resize({rows}, ctx.target);
-    ctx.k->layernorm_forward(ctx.stream, y_.data(), mean_.data(), rstd_.data(), x.data(),
-                             weight_.val.data(), bias_.val.data(), rows, D, eps);
+    ctx.k->norm_forward(ctx.stream, y_.data(), mean_.data(), rstd_.data(), x.data(),
+                        weight_.val.data(), bias_.val.data(), rows, D, eps);
     return y_;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    // The kernel always writes dx: the table's contract has no "skip dx", and a norm layer is
-    // never the first module, where skipping would pay.
+    // dx is always written: a norm layer is never the first module, where skipping would pay.
     dx_.resize(dy.shape(), ctx.target);
-    ctx.k->layernorm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(),
-                              bias_.grd.data(), dy.data(), x_->data(), weight_.val.data(),
-                              mean_.data(), rstd_.data(), dy.dim(0), D);
+    ctx.k->norm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(),
+                         bias_.grd.data(), dy.data(), x_->data(), weight_.val.data(),
+                         mean_.data(), rstd_.data(), dy.dim(0), D);
     return input_grad == InputGrad::Compute ? dx_ : empty_;
   }
 

@@ -25,16 +25,18 @@ class RMSNorm {
     x_ = &x;
     y_.resize(x.shape(), ctx.target);
     rstd_.resize({rows}, ctx.target);
-    ctx.k->rmsnorm_forward(ctx.stream, y_.data(), rstd_.data(), x.data(), weight_.val.data(),
-                           rows, D, eps);
+    // LayerNorm's kernel without centring (no mean) and without shift (no beta).
+    ctx.k->norm_forward(ctx.stream, y_.data(), nullptr, rstd_.data(), x.data(),
+                        weight_.val.data(), nullptr, rows, D, eps);
     return y_;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     // dx is always written (see LayerNorm::vjp).
     dx_.resize(dy.shape(), ctx.target);
-    ctx.k->rmsnorm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(), dy.data(),
-                            x_->data(), weight_.val.data(), rstd_.data(), dy.dim(0), D);
+    ctx.k->norm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(), nullptr,
+                         dy.data(), x_->data(), weight_.val.data(), nullptr, rstd_.data(),
+                         dy.dim(0), D);
     return input_grad == InputGrad::Compute ? dx_ : empty_;
   }
 
