@@ -40,6 +40,9 @@ struct RowLossArgs {
   std::int64_t ignore_index = kNoIgnoreIndex;  // CE: the label of rows that do not count
 };
 
+// The word gather_rows writes for an index outside its table: a quiet NaN as a float.
+inline constexpr std::uint32_t kPoisonWord = 0x7FC00000u;
+
 struct KernelTable {
   Target target;
 
@@ -56,10 +59,11 @@ struct KernelTable {
   Stream (*create_stream)();
   void (*destroy_stream)(Stream);
   // dst row r = table row index[r], rows of row_words 4-byte words (floats or int32 alike): the
-  // embedding lookup and the batch gather from a resident data set. Indices were checked by the
-  // caller.
+  // embedding lookup and the batch gather from a resident data set. An index outside
+  // [0, table_rows) never reads outside the table: its row is filled with kPoisonWord (a NaN as
+  // a float), so a bad token id that reached a device shows as a NaN loss, not a crash.
   void (*gather_rows)(Stream, void* dst, const std::int32_t* index, const void* table,
-                      std::int64_t rows, std::int64_t row_words);
+                      std::int64_t rows, std::int64_t row_words, std::int64_t table_rows);
 
   // --- element-wise -----------------------------------------------------------------------------
   void (*fill)(Stream, float* x, float value, std::int64_t n);
@@ -123,7 +127,8 @@ struct KernelTable {
   // --- embedding (ids are checked against vocab by the caller on the host) ------------------
   // The lookup is gather_rows.
   // dtable is overwritten (zeroed, then scattered) or accumulated per mode; a fixed order per
-  // id keeps repeated ids deterministic.
+  // id keeps repeated ids deterministic. Ids outside [0, vocab) are skipped (their forward rows
+  // were poisoned: see gather_rows).
   void (*embedding_backward)(Stream, GradMode mode, float* dtable, const float* dy,
                              const std::int32_t* ids, std::int64_t rows, std::int64_t dim,
                              std::int64_t vocab);

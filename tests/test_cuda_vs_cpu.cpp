@@ -305,7 +305,7 @@ TEST(CudaVsCpu, EmbeddingIsBitIdenticalWithRepeatedIds) {
         Tensor dy = random_on(t, {rows, dim}, 62);
         Tensor y({rows, dim}, t);
         Tensor dtable = random_on(t, {vocab, dim}, 63);  // Overwrite must not read it
-        k.gather_rows(nullptr, y.data(), ids.ids(), table.data(), rows, dim);
+        k.gather_rows(nullptr, y.data(), ids.ids(), table.data(), rows, dim, vocab);
         k.embedding_backward(nullptr, GradMode::Overwrite, dtable.data(), dy.data(), ids.ids(),
                              rows, dim, vocab);
         // The same gather on int32 rows: words are copied, never converted.
@@ -313,10 +313,20 @@ TEST(CudaVsCpu, EmbeddingIsBitIdenticalWithRepeatedIds) {
                                          {-1, 0x7f800001, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
         Tensor picked = ids_on(t, {5, 1, 1, 0});
         Tensor int_rows({4, 2}, t, DType::I32);
-        k.gather_rows(nullptr, int_rows.ids(), picked.ids(), int_table.ids(), 4, 2);
+        k.gather_rows(nullptr, int_rows.ids(), picked.ids(), int_table.ids(), 4, 2, 6);
+        // Ids outside the table poison their rows and are skipped by the scatter, on both.
+        Tensor bad_ids = ids_on(t, {-1, 2, 50, 7});
+        Tensor poisoned({4, dim}, t);
+        k.gather_rows(nullptr, poisoned.data(), bad_ids.ids(), table.data(), 4, dim, vocab);
+        Tensor dtable_bad = random_on(t, {vocab, dim}, 64);
+        k.embedding_backward(nullptr, GradMode::Accumulate, dtable_bad.data(),
+                             poisoned.data(), bad_ids.ids(), 4, dim, vocab);
         std::vector<float> int_values;
         for (std::int32_t v : int_rows.to_ids()) int_values.push_back(static_cast<float>(v));
-        Outputs o{{"y", y.to_vector()}, {"dtable", dtable.to_vector()}, {"int rows", int_values}};
+        Outputs o{{"y", y.to_vector()},
+                  {"dtable", dtable.to_vector()},
+                  {"int rows", int_values},
+                  {"dtable with bad ids", dtable_bad.to_vector()}};
         k.embedding_backward(nullptr, GradMode::Accumulate, dtable.data(), dy.data(), ids.ids(),
                              rows, dim, vocab);
         o.emplace_back("dtable accumulated", dtable.to_vector());

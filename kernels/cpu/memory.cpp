@@ -41,11 +41,16 @@ Stream create_stream() { return nullptr; }
 void destroy_stream(Stream) {}
 
 void gather_rows(Stream, void* dst, const std::int32_t* index, const void* table,
-                 std::int64_t rows, std::int64_t row_words) {
+                 std::int64_t rows, std::int64_t row_words, std::int64_t table_rows) {
   const std::size_t row_bytes = static_cast<std::size_t>(row_words) * 4;
   parallel_for_rows(rows, row_words, [&](std::int64_t r) {
-    std::memcpy(static_cast<char*>(dst) + static_cast<std::size_t>(r) * row_bytes,
-                static_cast<const char*>(table) + static_cast<std::size_t>(index[r]) * row_bytes,
+    char* out = static_cast<char*>(dst) + static_cast<std::size_t>(r) * row_bytes;
+    if (index[r] < 0 || index[r] >= table_rows) {
+      std::uint32_t* words = reinterpret_cast<std::uint32_t*>(out);
+      for (std::int64_t c = 0; c < row_words; ++c) words[c] = kPoisonWord;
+      return;
+    }
+    std::memcpy(out, static_cast<const char*>(table) + static_cast<std::size_t>(index[r]) * row_bytes,
                 row_bytes);
   });
 }

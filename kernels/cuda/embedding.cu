@@ -1,5 +1,5 @@
-// The embedding gradient on CUDA (the lookup is gather_rows). Ids were checked against the vocabulary by the
-// caller.
+// The embedding gradient on CUDA (the lookup is gather_rows). Ids outside the vocabulary are
+// skipped, as gather_rows poisons their forward rows.
 //
 // Backward without float atomics: one thread per column walks all rows in order and adds dy's row
 // into the table row of its id. Each table element thus receives its contributions in row order,
@@ -14,11 +14,14 @@ namespace noeira::cuda {
 namespace {
 
 __global__ void embedding_scatter_kernel(float* dtable, const float* dy, const std::int32_t* ids,
-                                         std::int64_t rows, std::int64_t dim) {
+                                         std::int64_t rows, std::int64_t dim,
+                                         std::int64_t vocab) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= dim) return;
   for (std::int64_t r = 0; r < rows; ++r) {
-    dtable[static_cast<std::int64_t>(ids[r]) * dim + c] += dy[r * dim + c];
+    const std::int64_t id = ids[r];
+    if (id < 0 || id >= vocab) continue;  // poisoned in forward; never written outside the table
+    dtable[id * dim + c] += dy[r * dim + c];
   }
 }
 
@@ -32,7 +35,8 @@ void embedding_backward(Stream s, GradMode mode, float* dtable, const float* dy,
   // Small blocks: the grid is only dim threads wide, so spread it over more SMs.
   constexpr int kThreads = 64;
   const unsigned blocks = static_cast<unsigned>((dim + kThreads - 1) / kThreads);
-  embedding_scatter_kernel<<<blocks, kThreads, 0, as_cuda(s)>>>(dtable, dy, ids, rows, dim);
+  embedding_scatter_kernel<<<blocks, kThreads, 0, as_cuda(s)>>>(dtable, dy, ids, rows, dim,
+                                                                 vocab);
   check_launch();
 }
 

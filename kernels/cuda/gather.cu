@@ -15,21 +15,23 @@ struct GatherWords {
   const std::int32_t* index;
   const std::uint32_t* table;
   std::int64_t row_words;
+  std::int64_t table_rows;
   __device__ void operator()(std::int64_t i) const {
     const std::int64_t r = i / row_words;
     const std::int64_t c = i - r * row_words;
-    dst[i] = table[static_cast<std::int64_t>(index[r]) * row_words + c];
+    const std::int64_t row = index[r];
+    dst[i] = row < 0 || row >= table_rows ? kPoisonWord : table[row * row_words + c];
   }
 };
 
 }  // namespace
 
 void gather_rows(Stream s, void* dst, const std::int32_t* index, const void* table,
-                 std::int64_t rows, std::int64_t row_words) {
+                 std::int64_t rows, std::int64_t row_words, std::int64_t table_rows) {
   if (row_words <= 0) return;
   launch_map(s, rows * row_words,
              GatherWords{static_cast<std::uint32_t*>(dst), index,
-                         static_cast<const std::uint32_t*>(table), row_words});
+                         static_cast<const std::uint32_t*>(table), row_words, table_rows});
 }
 
 }  // namespace noeira::cuda

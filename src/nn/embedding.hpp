@@ -36,7 +36,7 @@ class Embedding {
     const std::int64_t rows = ids.dim(0);
     ids_ = &ids;
     y_.resize({rows, Dim}, ctx.target);
-    ctx.k->gather_rows(ctx.stream, y_.data(), ids.ids(), weight_.val.data(), rows, Dim);
+    ctx.k->gather_rows(ctx.stream, y_.data(), ids.ids(), weight_.val.data(), rows, Dim, Vocab);
     return y_;
   }
 
@@ -57,17 +57,13 @@ class Embedding {
   }
 
  private:
-  // Kernels index the table with the ids unchecked, so a bad id is rejected here, on the host
-  // (CPU ids are host memory; CUDA ids are downloaded, once per forward).
+  // On the CPU a bad id is an error here (the ids are host memory: the check is free). On CUDA
+  // the ids are not downloaded, which would synchronize every forward: the data loader checked
+  // them when it loaded the data, and the gather poisons the row of any id outside the table
+  // (a NaN output, never a read outside it).
   static void check_ids(const Tensor& ids) {
-    std::vector<std::int32_t> downloaded;
-    const std::int32_t* host = nullptr;
-    if (ids.target() == Target::Cpu) {
-      host = ids.ids();
-    } else {
-      downloaded = ids.to_ids();
-      host = downloaded.data();
-    }
+    if (ids.target() != Target::Cpu) return;
+    const std::int32_t* host = ids.ids();
     const std::int64_t rows = ids.dim(0);
     for (std::int64_t r = 0; r < rows; ++r) {
       if (host[r] < 0 || host[r] >= Vocab) {

@@ -9,6 +9,15 @@ ResidentData make_resident(const Dataset& data, Target target) {
                    static_cast<std::int64_t>(data.labels.size()) == data.count,
                data.name, ": ", data.images.size(), " pixel values and ", data.labels.size(),
                " labels for ", data.count, " samples of ", data.features, " features");
+  // The one check of the labels: the kernels that index with them on a device do not download
+  // them again (the readers checked them against the format; this checks them against the
+  // classes the data set declares, whoever built it).
+  for (std::size_t i = 0; i < data.labels.size(); ++i) {
+    if (data.labels[i] < 0 || data.labels[i] >= data.num_classes) {
+      throw InputError(detail::concat(data.name, ": label ", data.labels[i], " of sample ", i,
+                                      " is outside [0, ", data.num_classes, ")"));
+    }
+  }
   ResidentData out;
   out.name = data.name;
   out.count = data.count;
@@ -51,8 +60,8 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n}, target);
   const KernelTable& k = kernels_for(data.images.target());
   const std::int32_t* index = order.ids() + rows.begin;
-  k.gather_rows(stream, out.x.data(), index, data.images.data(), n, f);
-  k.gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1);
+  k.gather_rows(stream, out.x.data(), index, data.images.data(), n, f, data.count);
+  k.gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1, data.count);
 }
 
 }  // namespace noeira

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <ostream>
@@ -35,7 +36,7 @@ void Progress::clear_bar() {
 }
 
 void Progress::tick(std::int64_t epoch, std::int64_t epochs, std::int64_t epoch_step,
-                    std::int64_t steps_per_epoch, double running_loss, double samples_per_s) {
+                    std::int64_t steps_per_epoch, double logged_loss, double samples_per_s) {
   if (!terminal_) return;
   const auto now = std::chrono::steady_clock::now();
   if (epoch_step != steps_per_epoch && now - last_draw_ < kRedrawInterval) return;
@@ -45,10 +46,11 @@ void Progress::tick(std::int64_t epoch, std::int64_t epochs, std::int64_t epoch_
   for (int i = 0; i < filled; ++i) bar[static_cast<std::size_t>(i)] = '=';
   if (filled < kBarWidth) bar[static_cast<std::size_t>(filled)] = '>';
   out_ << "\r\033[K"
-       << format("epoch %lld/%lld [%s] %lld/%lld  loss %.4f  %.0f samples/s",
+       << format("epoch %lld/%lld [%s] %lld/%lld  loss %s  %.0f samples/s",
                  static_cast<long long>(epoch), static_cast<long long>(epochs), bar.c_str(),
                  static_cast<long long>(epoch_step), static_cast<long long>(steps_per_epoch),
-                 running_loss, samples_per_s)
+                 std::isnan(logged_loss) ? "-" : format("%.4f", logged_loss).c_str(),
+                 samples_per_s)
        << std::flush;
   bar_shown_ = true;
 }

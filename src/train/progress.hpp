@@ -20,9 +20,11 @@ class Progress {
  public:
   Progress(std::ostream& out, std::ostream& notes, LogFormat format, bool terminal);
 
-  // Every step; cheap: does nothing unless the bar is due for a redraw.
+  // Every step; cheap: does nothing unless the bar is due for a redraw. The bar shows the loss of
+  // the last step record (NaN before the first: "-"), which the host has anyway; a running loss
+  // of every step would make the host wait for the device at every step.
   void tick(std::int64_t epoch, std::int64_t epochs, std::int64_t epoch_step,
-            std::int64_t steps_per_epoch, double running_loss, double samples_per_s);
+            std::int64_t steps_per_epoch, double logged_loss, double samples_per_s);
   void step(const StepRecord& r);
   void epoch(const EpochRecord& r);
   // A free-form line (run header, "saved ..."): stdout in human mode, stderr in JSON mode.

@@ -18,6 +18,7 @@
 #include "distributed/sim_process_group.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "io/params_file.hpp"
+#include "train/classification.hpp"
 #include "train/presets.hpp"
 
 namespace noeira {
@@ -107,8 +108,9 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
   std::ostream null_stream(nullptr);
   Progress quiet(null_stream, null_stream, cfg.log_format, false);
   const std::filesystem::path resume = cfg.resume.empty() ? std::filesystem::path() : resume_path(cfg);
+  ClassificationTask task(train_set, test_set, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed);
   const TrainSummary summary =
-      train(model, ctx, cfg, train_set, test_set, progress != nullptr ? *progress : quiet,
+      train(model, ctx, cfg, task, progress != nullptr ? *progress : quiet,
             files != nullptr && files->metrics ? &*files->metrics : nullptr, policy, resume);
   if (summary.stop_signal != 0) return summary;  // to be resumed: no final parameters yet
 
@@ -311,9 +313,7 @@ EvalResult run_eval(const TrainConfig& cfg) {
     } else {
       io::load_params(cfg.params, model_name, named_params(model));
     }
-    Batch batch(ctx.target);
-    CrossEntropyLoss loss;
-    return evaluate(model, ctx, test_set, cfg.eval_batch, batch, loss);
+    return evaluate_classifier(model, ctx, test_set, cfg.eval_batch, nullptr);
   });
 }
 

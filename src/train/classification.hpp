@@ -1,0 +1,98 @@
+#pragma once
+// The classification task (train/task.hpp): images with integer labels, softmax cross-entropy,
+// top-1 accuracy on the test split. A period is an epoch: a pass over the training split in an
+// order that is a function of (seed, epoch) only, so the global batch is the same for any number
+// of ranks; rank r takes rows [r·B/N, (r+1)·B/N) of each global batch.
+#include <cstdint>
+
+#include "core/module.hpp"
+#include "distributed/host_collectives.hpp"
+#include "distributed/policy.hpp"
+#include "distributed/units.hpp"
+#include "loss/accuracy.hpp"
+#include "loss/cross_entropy.hpp"
+#include "train/batch.hpp"
+#include "train/task.hpp"
+
+namespace noeira {
+
+class ClassificationTask {
+ public:
+  // The splits stay the caller's and must outlive the task.
+  ClassificationTask(const ResidentData& train, const ResidentData& test, std::int64_t epochs,
+                     std::int64_t batch, std::int64_t eval_batch, std::uint64_t seed);
+
+  std::int64_t periods() const { return epochs_; }
+  std::int64_t steps_per_period() const { return steps_per_epoch(batch_size_, train_.count); }
+  std::int64_t period_targets() const { return train_.count; }
+  std::int64_t train_samples() const { return train_.count; }
+
+  // Uploads the epoch's sample order: every batch of the epoch is then a gather on the target.
+  void begin_period(std::int64_t epoch, Target target);
+  StepRows load(std::int64_t s, int rank, int world, Stream stream);
+  const Tensor& input() const { return batch_.x; }
+
+  void loss(Context& ctx, const Tensor& logits, float grad_scale, double* loss_sum) {
+    loss_.forward_backward(ctx, logits, batch_.labels, grad_scale, loss_sum);
+  }
+  const Tensor& loss_grad() const { return loss_.grad(); }
+
+  // evaluate_classifier over the test split.
+  template <Module M>
+  EvalResult evaluate(M& model, Context& ctx, dist::ShardingPolicy* policy);
+
+ private:
+  const ResidentData& train_;
+  const ResidentData& test_;
+  std::int64_t epochs_;
+  std::int64_t batch_size_;
+  std::int64_t eval_batch_;
+  std::uint64_t seed_;
+  Tensor order_;      // [train count] I32: the current epoch's sample order, on the target
+  Batch batch_;  // this rank's rows of the current global batch
+  CrossEntropyLoss loss_;
+};
+
+// Mean cross-entropy and top-1 accuracy of `model` over `data` in file order (Mode::Eval: dropout
+// off), each rank of the policy's group its rows of every evaluation batch; a null policy
+// evaluates a plain model on one rank. Collective with a policy: under ZeRO-3 each forward
+// gathers the units' parameters, so every rank runs the same number of forwards.
+template <Module M>
+EvalResult evaluate_classifier(M& model, Context& ctx, const ResidentData& data,
+                               std::int64_t eval_batch, dist::ShardingPolicy* policy) {
+  const int rank = policy != nullptr ? policy->group().rank() : 0;
+  const int world = policy != nullptr ? policy->group().size() : 1;
+  const Mode saved = ctx.mode;
+  ctx.mode = Mode::Eval;
+  Batch rows(ctx.target);
+  CrossEntropyLoss loss;
+  Tensor loss_sum({1}, ctx.target, DType::F64);
+  double correct = 0.0;
+  for (std::int64_t s = 0; s < steps_per_epoch(eval_batch, data.count); ++s) {
+    const RowRange global = global_batch(s, eval_batch, data.count);
+    RowRange mine = local_rows(global, rank, world);
+    // A short last batch may leave a rank without rows; it still runs a (one-row) forward to
+    // take part in ZeRO-3's gathers, and counts nothing.
+    const bool idle = mine.size() == 0;
+    if (idle) mine = RowRange{global.begin, global.begin + 1};
+    gather_batch(rows, data, Tensor(), mine, ctx.stream);
+    const Tensor& logits = policy != nullptr ? dist::forward_units(model, ctx, rows.x, *policy)
+                                             : model.forward(ctx, rows.x);
+    if (idle) continue;
+    loss.forward(ctx, logits, rows.labels, loss_sum.as<double>());
+    // The count comes back to the host per batch: a synchronization, in evaluation only.
+    correct += static_cast<double>(count_correct(ctx, logits, rows.labels));
+  }
+  ctx.mode = saved;
+  double sums[2] = {loss_sum.to_host<double>()[0], correct};  // both exact in double
+  if (policy != nullptr) dist::allreduce_host(policy->group(), sums);
+  const double n = static_cast<double>(data.count);
+  return EvalResult{sums[0] / n, sums[1] / n, data.count};
+}
+
+template <Module M>
+EvalResult ClassificationTask::evaluate(M& model, Context& ctx, dist::ShardingPolicy* policy) {
+  return evaluate_classifier(model, ctx, test_, eval_batch_, policy);
+}
+
+}  // namespace noeira
