@@ -72,34 +72,36 @@ Range ParamStore::owned(std::size_t unit) const {
   return residency_.state == Extent::Full ? Range{0, u.padded_size} : u.slice(rank_);
 }
 
+float* ParamStore::whole_of(Extent extent, Tensor& buffer, Tensor& transient, std::size_t unit) {
+  return extent == Extent::Slice ? transient.data() : buffer.data() + layout_.full_offset[unit];
+}
+
+float* ParamStore::owned_of(Extent extent, Tensor& buffer, std::size_t unit) {
+  if (!buffer.defined()) return nullptr;
+  return extent == Extent::Slice
+             ? buffer.data() + layout_.shard_offset[unit]
+             : buffer.data() + layout_.full_offset[unit] + owned(unit).begin;
+}
+
 float* ParamStore::unit_values(std::size_t unit) {
-  return residency_.params == Extent::Slice ? gathered_.data()
-                                            : values_.data() + layout_.full_offset[unit];
+  return whole_of(residency_.params, values_, gathered_, unit);
 }
 
 float* ParamStore::owned_values(std::size_t unit) {
-  return residency_.params == Extent::Slice
-             ? values_.data() + layout_.shard_offset[unit]
-             : values_.data() + layout_.full_offset[unit] + owned(unit).begin;
+  return owned_of(residency_.params, values_, unit);
 }
 
 float* ParamStore::unit_grads(std::size_t unit) {
-  return residency_.grads == Extent::Slice ? grads_unit_.data()
-                                           : grads_.data() + layout_.full_offset[unit];
+  return whole_of(residency_.grads, grads_, grads_unit_, unit);
 }
 
 float* ParamStore::owned_grads(std::size_t unit) {
-  return residency_.grads == Extent::Slice
-             ? grads_.data() + layout_.shard_offset[unit]
-             : grads_.data() + layout_.full_offset[unit] + owned(unit).begin;
+  return owned_of(residency_.grads, grads_, unit);
 }
 
 float* ParamStore::owned_state(State state, std::size_t unit) {
-  Tensor& t = state == State::M ? m_ : v_;
   NOEIRA_CHECK(state != State::Value, "owned_state: values are not optimizer state");
-  if (!t.defined()) return nullptr;
-  return t.data() + (residency_.state == Extent::Slice ? layout_.shard_offset[unit]
-                                                       : layout_.full_offset[unit]);
+  return owned_of(residency_.state, state == State::M ? m_ : v_, unit);
 }
 
 bool ParamStore::has_state(State state) const {

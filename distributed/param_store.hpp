@@ -122,6 +122,10 @@ class ParamStore {
   std::int64_t transient_bytes() const;  // the transient unit gradient, the initial copy
 
  private:
+  // Unit u's whole padded range (Full: in `buffer`; Slice: the one transient buffer) and its
+  // owned range (null for an unallocated buffer), for a buffer of the given extent.
+  float* whole_of(Extent extent, Tensor& buffer, Tensor& transient, std::size_t unit);
+  float* owned_of(Extent extent, Tensor& buffer, std::size_t unit);
   void bind(std::size_t unit, bool values);
   void take_initial_slices_from(const Tensor& full);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <type_traits>
 
 #include "distributed/watchdog.hpp"
 #include "kernels/error.hpp"
@@ -62,14 +63,18 @@ void check_same_dtype(Collective kind, ConstBuffer in, Buffer out) {
 }
 }  // namespace
 
-Buffer Buffer::sub(std::size_t first, std::size_t n) const {
+template <class Pointer>
+TypedBuffer<Pointer> TypedBuffer<Pointer>::sub(std::size_t first, std::size_t n) const {
   NOEIRA_CHECK(first + n <= count, "buffer of ", count, " elements: no sub-buffer [", first, ", ",
                first + n, ")");
-  Buffer b = *this;
-  b.data = static_cast<char*>(data) + first * dtype_size(dtype);
+  using Byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<Pointer>>, const char, char>;
+  TypedBuffer b = *this;
+  b.data = static_cast<Byte*>(data) + first * dtype_size(dtype);
   b.count = n;
   return b;
 }
+template struct TypedBuffer<void*>;
+template struct TypedBuffer<const void*>;
 
 // --- Work --------------------------------------------------------------------------------------
 

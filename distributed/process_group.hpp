@@ -39,44 +39,35 @@ namespace noeira::dist {
 
 class Watchdog;
 
-// A collective's buffer: where, how many elements, of which type. Made from a span, so the count
-// is the span's and the type is the element type's.
-struct Buffer {
-  void* data = nullptr;
+// A collective's buffer: where, how many elements, of which type. Made from a span (or any
+// contiguous range), so the count is the range's and the type is the element type's. Buffer is
+// writable memory (an output); ConstBuffer is an input, made from either.
+template <class Pointer>  // void* or const void*
+struct TypedBuffer {
+  Pointer data = nullptr;
   std::size_t count = 0;
   DType dtype = DType::F32;
 
-  Buffer() = default;
-  // From any contiguous range of writable elements: a span, a vector, an array.
+  TypedBuffer() = default;
   template <class R>
     requires std::ranges::contiguous_range<R> && std::ranges::sized_range<R>
-  Buffer(R&& r)  // NOLINT: implicit, as a span would be
+  TypedBuffer(R&& r)  // NOLINT: implicit, as a span would be
       : data(std::ranges::data(r)),
         count(std::ranges::size(r)),
         dtype(dtype_of<std::ranges::range_value_t<R>>) {}
-
-  std::size_t bytes() const { return count * dtype_size(dtype); }
-  // The same buffer, `first` elements in, `n` long (element arithmetic in the buffer's type).
-  Buffer sub(std::size_t first, std::size_t n) const;
-};
-
-struct ConstBuffer {
-  const void* data = nullptr;
-  std::size_t count = 0;
-  DType dtype = DType::F32;
-
-  ConstBuffer() = default;
-  template <class R>
-    requires std::ranges::contiguous_range<R> && std::ranges::sized_range<R>
-  ConstBuffer(R&& r)  // NOLINT: implicit, as a span would be
-      : data(std::ranges::data(r)),
-        count(std::ranges::size(r)),
-        dtype(dtype_of<std::ranges::range_value_t<R>>) {}
-  ConstBuffer(Buffer b) : data(b.data), count(b.count), dtype(b.dtype) {}  // NOLINT
+  // An output buffer read as an input.
+  template <class Other>
+    requires(!std::is_same_v<Other, Pointer> && std::is_convertible_v<Other, Pointer>)
+  TypedBuffer(TypedBuffer<Other> b) : data(b.data), count(b.count), dtype(b.dtype) {}  // NOLINT
 
   std::size_t bytes() const { return count * dtype_size(dtype); }
   const char* bytes_begin() const { return static_cast<const char*>(data); }
+  // The same buffer, `first` elements in, `n` long (element arithmetic in the buffer's type).
+  TypedBuffer sub(std::size_t first, std::size_t n) const;
 };
+
+using Buffer = TypedBuffer<void*>;
+using ConstBuffer = TypedBuffer<const void*>;
 
 using Milliseconds = std::chrono::milliseconds;
 
