@@ -16,8 +16,10 @@
 
 #include "cli/json_config.hpp"
 #include "distributed/mpi_process_group.hpp"
+#include "distributed/residency.hpp"
 #include "train/presets.hpp"
 #include "io/checkpoint_reader.hpp"
+#include "train/dataset.hpp"
 #include "train/run.hpp"
 #include "train/stop_signal.hpp"
 
@@ -51,7 +53,7 @@ void add_common_options(Command& c) {
   a.add_option("--config", c.config_file,
                "JSON file of options (keys are option names); flags given here override it");
   a.add_option("--data", t.data, "Data set")
-      ->check(CLI::IsMember({"fashion-mnist", "mnist", "cifar10"}));
+      ->check(CLI::IsMember(kDatasetNames.names()));
   a.add_option("--data-dir", t.data_dir,
                "Directory of the data set's files (empty: /usr/share/datasets/fashion-mnist, "
                "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin)");
@@ -62,13 +64,13 @@ void add_common_options(Command& c) {
   a.add_option("--device", t.device,
                "cpu, or cuda: tensors on the GPU (one per MPI rank, NCCL between them; "
                "--sim-ranks N simulates N ranks on one GPU)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+      ->check(CLI::IsMember(kDeviceNames.names()));
   a.add_flag("--allow-tf32", t.allow_tf32,
              "cuda: TF32 tensor cores for matrix products (faster, 10-bit mantissa inputs)");
   a.add_option("--log-format", c.log_format,
                "human: progress bar on a terminal, plain lines otherwise; json: JSON lines on "
                "stdout")
-      ->check(CLI::IsMember({"human", "json"}));
+      ->check(CLI::IsMember(kLogFormatNames.names()));
 }
 
 void add_train_command(CLI::App& app, Command& c) {
@@ -86,14 +88,14 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--eval-batch", t.eval_batch, "Batch size of the evaluation")
       ->check(CLI::PositiveNumber);
   a.add_option("--optimizer", t.optimizer, "sgd, adam or adamw")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
+      ->check(CLI::IsMember(kOptimizerNames.names()));
   a.add_option("--lr", t.lr, "Base learning rate")->check(CLI::PositiveNumber);
   a.add_option("--momentum", t.momentum, "SGD momentum (0: none)")->check(CLI::NonNegativeNumber);
   a.add_option("--weight-decay", t.weight_decay,
                "Weight decay (L2 for sgd and adam, decoupled for adamw); not on biases")
       ->check(CLI::NonNegativeNumber);
   a.add_option("--schedule", t.schedule, "Learning-rate schedule: constant, warmup, warmup_cosine")
-      ->check(CLI::IsMember({"constant", "warmup", "warmup_cosine"}));
+      ->check(CLI::IsMember(kScheduleNames.names()));
   a.add_option("--warmup", t.warmup, "Warmup steps (warmup, warmup_cosine)")
       ->check(CLI::NonNegativeNumber);
   a.add_option("--min-lr", t.min_lr, "Final learning rate of warmup_cosine")
@@ -107,7 +109,7 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--policy", t.policy,
                "Data-parallel sharding policy: ddp (replicas), zero1 (shard optimizer state), "
                "zero2 (+ gradients), zero3 (+ parameters)")
-      ->check(CLI::IsMember({"ddp", "zero1", "zero2", "zero3"}));
+      ->check(CLI::IsMember(dist::kPolicyNames.names()));
   a.add_option("--sim-ranks", t.sim_ranks,
                "Simulate N ranks as threads of this process (0: off); under mpirun the ranks are "
                "the MPI processes")
