@@ -71,7 +71,15 @@ while [ "$trial" -le "$trials" ]; do
   status=0
   wait "$launcher" || status=$?
   [ "$status" -ne 0 ] || fail "trial $trial: mpiexec exited 0 after a rank was killed"
+  # mpiexec may return while the kernel is still tearing down the rank it killed last: give the
+  # processes a few seconds to disappear, then none may be left.
   left=$(pgrep -f -- "--checkpoint-dir $ckpt " || true)
+  grace=0
+  while [ -n "$left" ] && [ "$grace" -lt 50 ]; do
+    sleep 0.1
+    grace=$((grace + 1))
+    left=$(pgrep -f -- "--checkpoint-dir $ckpt " || true)
+  done
   if [ -n "$left" ]; then
     kill -9 $left
     fail "trial $trial: rank processes left behind: $left"
