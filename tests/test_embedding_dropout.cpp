@@ -54,11 +54,15 @@ TEST(Embedding, TableIsDrawnFromNormalWithStd002) {
   EXPECT_NEAR(std::sqrt(sq / static_cast<double>(w.size())), 0.02, 1e-3);
 }
 
-TEST(Embedding, AcceptsRowsByOneIds) {
+TEST(Embedding, AcceptsIdsOfAnyShapeAndAppendsTheWidth) {
+  // Sequences: [B, T] ids are B·T lookups, [B, T, Dim] out (the module contract's rows).
   Context ctx = Context::for_target(Target::Cpu);
   Embedding<5, 3> emb(kLeafInit);
-  Tensor ids = ids_tensor({2, 1}, {1, 2});
-  EXPECT_EQ(emb.forward(ctx, ids).shape(), (Shape{2, 3}));
+  EXPECT_EQ(emb.forward(ctx, ids_tensor({2, 1}, {1, 2})).shape(), (Shape{2, 1, 3}));
+  const Tensor& y = emb.forward(ctx, ids_tensor({2, 2}, {0, 1, 2, 3}));
+  EXPECT_EQ(y.shape(), (Shape{2, 2, 3}));
+  const Tensor& rows = emb.forward(ctx, ids_tensor({4}, {0, 1, 2, 3}));
+  EXPECT_EQ(rows.shape(), (Shape{4, 3}));
 }
 
 TEST(Embedding, RejectsIdsOutsideTheVocabularyNamingIdAndRow) {
@@ -77,8 +81,13 @@ TEST(Embedding, RejectsIdsOutsideTheVocabularyNamingIdAndRow) {
   }
   Tensor floats = random_input(3, 1, 1);
   EXPECT_THROW(emb.forward(ctx, floats), InputError);
-  Tensor wide = ids_tensor({2, 2}, {0, 1, 2, 3});
-  EXPECT_THROW(emb.forward(ctx, wide), InputError);
+  // A sequence batch names the flat row of the bad id.
+  try {
+    emb.forward(ctx, ids_tensor({2, 2}, {0, 1, 7, 3}));
+    ADD_FAILURE() << "id 7 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("id 7 at row 2"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Embedding, HasNoInputGradient) {

@@ -2,8 +2,12 @@
 // The Module concept. A network is a type composed at compile time from leaves and combinators.
 //
 // Every module:
-//  - has static dims: arity (number of inputs; 1 for all current modules), in_dim (elements per
-//    input row), out_dim (elements per output row);
+//  - has static dims: arity (number of inputs), in_dim (the input's last dimension), out_dim (the
+//    output's last dimension). Activations may carry any leading dimensions: a module that acts on
+//    the last dimension (Linear, norms, activations, dropout) sees [B, T, C] as B·T rows of C and
+//    keeps the leading dimensions in its output; a module that needs the structure (attention,
+//    positional encodings) reads B and T from the shape. A width mismatch between static widths
+//    is a compile error (Sequential checks the chain); a run-time shape error names the module;
 //  - is constructed from an Init (target, initializer, its dotted path): parameters are
 //    initialized there, with no separate pass;
 //  - forward(ctx, x) -> const Tensor&: the output, in a buffer the module owns and resizes to the
@@ -55,9 +59,25 @@ std::int64_t parameter_count(M& model) {
   return n;
 }
 
-// Checks that a forward input has rows of the module's width and lives on the context's target
-// (a kernel handed the other target's memory would crash or read garbage); names the module.
-void check_input_rows(const Context& ctx, const Tensor& x, std::int64_t in_dim,
-                      std::string_view module);
+// The rows of an input to a module of width in_dim: the shortest run of trailing dimensions whose
+// product is in_dim is one row, every dimension before it counts rows. So [B, T, C] is B·T rows
+// of C, an image batch [rows, C, H, W] is rows of C·H·W for a module of that width, and token ids
+// [B, T] are B·T rows of one id (width 1: no trailing dimension at all). `leading` is how many
+// dimensions count rows; -1 when no run of trailing dimensions has the product in_dim.
+struct InputRows {
+  std::int64_t rows = 0;
+  int leading = -1;
+};
+InputRows input_rows(const Shape& shape, std::int64_t in_dim);
+
+// Checks that a forward input has rows of the module's width (input_rows) and lives on the
+// context's target (a kernel handed the other target's memory would crash or read garbage);
+// names the module. Returns the number of rows.
+std::int64_t check_input_rows(const Context& ctx, const Tensor& x, std::int64_t in_dim,
+                              std::string_view module);
+
+// The output shape of a module of width in_dim -> out_dim on an input of shape `in`: the input's
+// row dimensions, then out_dim.
+Shape output_shape(const Shape& in, std::int64_t in_dim, std::int64_t out_dim);
 
 }  // namespace noeira

@@ -4,10 +4,11 @@
 // because the Module concept constructs a module from an Init alone (Dropout<512, 100> is p=0.1).
 //
 // The mask is counter-based (kernels/dropout_math.hpp): element (row, col) is kept as a pure
-// function of (run seed, this layer's path in the network, step, global row = ctx.row_offset +
-// local row, col). So two dropout layers draw different masks, a sharded batch gets the same
-// mask as the whole batch on one rank, and the backward pass regenerates the mask rather than
-// storing it.
+// function of (run seed, this layer's path in the network, step, global row, col), where the
+// global row is the local row plus this rank's first row (ctx.row_offset samples, each of a
+// sequence's samples counting as its T rows). So two dropout layers draw different masks, a
+// sharded batch gets the same mask as the whole batch on one rank, and the backward pass
+// regenerates the mask rather than storing it.
 #include <cstdint>
 #include <string_view>
 
@@ -30,14 +31,17 @@ class Dropout {
   explicit Dropout(const Init& init) : layer_key_(fnv1a(init.path())) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(ctx, x, D, "Dropout");
+    const std::int64_t rows = check_input_rows(ctx, x, D, "Dropout");
     mode_ = ctx.mode;
-    key_ = DropoutKey{ctx.seed ^ layer_key_, ctx.step, ctx.row_offset};
+    // ctx.row_offset counts samples (the global batch's rows); a sample of a sequence is several
+    // rows ([B, T, D]: T each), so the mask's global row is offset by that many.
+    const std::int64_t rows_per_sample = rows / x.dim(0);
+    key_ = DropoutKey{ctx.seed ^ layer_key_, ctx.step, ctx.row_offset * rows_per_sample};
     y_.resize(x.shape(), ctx.target);
     if (mode_ == Mode::Eval) {
       ctx.k->copy(ctx.stream, y_.data(), x.data(), bytes_of(x));
     } else {
-      ctx.k->dropout_forward(ctx.stream, y_.data(), x.data(), key_, p, x.dim(0), D);
+      ctx.k->dropout_forward(ctx.stream, y_.data(), x.data(), key_, p, rows, D);
     }
     return y_;
   }
@@ -49,7 +53,7 @@ class Dropout {
     if (mode_ == Mode::Eval) {
       ctx.k->copy(ctx.stream, dx_.data(), dy.data(), bytes_of(dy));
     } else {
-      ctx.k->dropout_backward(ctx.stream, dx_.data(), dy.data(), key_, p, dy.dim(0), D);
+      ctx.k->dropout_backward(ctx.stream, dx_.data(), dy.data(), key_, p, dy.numel() / D, D);
     }
     return dx_;
   }

@@ -18,9 +18,9 @@ class Flatten {
   explicit Flatten(const Init&) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(ctx, x, in_dim, "Flatten");
+    const std::int64_t rows = check_input_rows(ctx, x, in_dim, "Flatten");
     x_shape_ = x.shape();
-    y_ = x.view({x.dim(0), out_dim});
+    y_ = x.view({rows, out_dim});
     return y_;
   }
 

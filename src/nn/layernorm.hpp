@@ -21,8 +21,7 @@ class LayerNorm {
       : weight_(init.constant("weight", {D}, 1.0f)), bias_(init.constant("bias", {D}, 0.0f)) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(ctx, x, D, "LayerNorm");
-    const std::int64_t rows = x.dim(0);
+    const std::int64_t rows = check_input_rows(ctx, x, D, "LayerNorm");
     x_ = &x;
     y_.resize(x.shape(), ctx.target);
     mean_.resize({rows}, ctx.target);
@@ -37,7 +36,7 @@ class LayerNorm {
     dx_.resize(dy.shape(), ctx.target);
     ctx.k->norm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(),
                          bias_.grd.data(), dy.data(), x_->data(), weight_.val.data(),
-                         mean_.data(), rstd_.data(), dy.dim(0), D);
+                         mean_.data(), rstd_.data(), dy.numel() / D, D);
     return input_grad == InputGrad::Compute ? dx_ : empty_;
   }
 

@@ -21,13 +21,12 @@ class LinearAct {
       : weight_(init.weight("weight", {Out, In}, In, Out)), bias_(init.constant("bias", {Out}, 0.0f)) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(ctx, x, In, "Linear");
-    const std::int64_t rows = x.dim(0);
+    const std::int64_t rows = check_input_rows(ctx, x, In, "Linear");
     x_ = &x;
-    y_.resize({rows, Out}, ctx.target);
+    y_.resize(output_shape(x.shape(), In, Out), ctx.target);
     float* pre = nullptr;
     if constexpr (activation_needs_input(Act)) {
-      pre_.resize({rows, Out}, ctx.target);
+      pre_.resize(y_.shape(), ctx.target);
       pre = pre_.data();
     }
     ctx.k->linear_forward(ctx.stream, Act, y_.data(), pre, x.data(), weight_.val.data(),
@@ -36,15 +35,15 @@ class LinearAct {
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    const std::int64_t rows = dy.dim(0);
+    const std::int64_t rows = dy.numel() / Out;
     float* dpre = nullptr;
     if constexpr (Act != Activation::Identity) {
-      dpre_.resize({rows, Out}, ctx.target);
+      dpre_.resize(dy.shape(), ctx.target);
       dpre = dpre_.data();
     }
     float* dx = nullptr;
     if (input_grad == InputGrad::Compute) {
-      dx_.resize({rows, In}, ctx.target);
+      dx_.resize(x_->shape(), ctx.target);
       dx = dx_.data();
     }
     const float* pre = nullptr;
@@ -65,10 +64,10 @@ class LinearAct {
   Param weight_;  // [Out, In]
   Param bias_;    // [Out]
   const Tensor* x_ = nullptr;  // forward input, read by vjp
-  Tensor y_;      // [rows, Out] output
-  Tensor pre_;    // [rows, Out] pre-activation, only when the derivative needs it
-  Tensor dpre_;   // [rows, Out] scratch for dy · act'
-  Tensor dx_;     // [rows, In] input gradient
+  Tensor y_;      // [..., Out] output (rows = all leading dimensions)
+  Tensor pre_;    // [..., Out] pre-activation, only when the derivative needs it
+  Tensor dpre_;   // [..., Out] scratch for dy · act'
+  Tensor dx_;     // [..., In] input gradient
   Tensor empty_;
 };
 

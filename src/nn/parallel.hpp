@@ -48,7 +48,7 @@ class Parallel {
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     check_input_rows(ctx, x, in_dim, "Parallel");
-    y_.resize({x.dim(0), out_dim}, ctx.target);
+    y_.resize(output_shape(x.shape(), in_dim, out_dim), ctx.target);
     forward_each(ctx, x, std::index_sequence_for<Ms...>{});
     return y_;
   }
@@ -56,8 +56,7 @@ class Parallel {
   // Each child gets its own contiguous slice of dy (children expect dense [rows, out] inputs).
   // Input gradients are summed in child order, so the result does not depend on anything else.
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    const std::int64_t rows = dy.dim(0);
-    if (input_grad == InputGrad::Compute) dx_.resize({rows, in_dim}, ctx.target);
+    if (input_grad == InputGrad::Compute) dx_.resize(output_shape(dy.shape(), out_dim, in_dim), ctx.target);
     vjp_each(ctx, dy, input_grad, std::index_sequence_for<Ms...>{});
     return input_grad == InputGrad::Compute ? dx_ : empty_;
   }
@@ -80,7 +79,7 @@ class Parallel {
   void forward_child(Context& ctx, const Tensor& x) {
     const Tensor& yi = children_.template get<I>().forward(ctx, x);
     ctx.k->copy_columns(ctx.stream, GradMode::Overwrite, y_.data() + offsets[I], out_dim,
-                        yi.data(), widths[I], x.dim(0), widths[I]);
+                        yi.data(), widths[I], x.numel() / in_dim, widths[I]);
   }
 
   template <std::size_t... Is>
@@ -90,9 +89,9 @@ class Parallel {
 
   template <std::size_t I>
   void vjp_child(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    const std::int64_t rows = dy.dim(0);
+    const std::int64_t rows = dy.numel() / out_dim;
     Tensor& dyi = dys_[I];
-    dyi.resize({rows, widths[I]}, ctx.target);
+    dyi.resize(output_shape(dy.shape(), out_dim, widths[I]), ctx.target);
     ctx.k->copy_columns(ctx.stream, GradMode::Overwrite, dyi.data(), widths[I],
                         dy.data() + offsets[I], out_dim, rows, widths[I]);
     const Tensor& dxi = children_.template get<I>().vjp(ctx, dyi, input_grad);

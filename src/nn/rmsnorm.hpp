@@ -20,8 +20,7 @@ class RMSNorm {
   explicit RMSNorm(const Init& init) : weight_(init.constant("weight", {D}, 1.0f)) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(ctx, x, D, "RMSNorm");
-    const std::int64_t rows = x.dim(0);
+    const std::int64_t rows = check_input_rows(ctx, x, D, "RMSNorm");
     x_ = &x;
     y_.resize(x.shape(), ctx.target);
     rstd_.resize({rows}, ctx.target);
@@ -36,7 +35,7 @@ class RMSNorm {
     dx_.resize(dy.shape(), ctx.target);
     ctx.k->norm_backward(ctx.stream, ctx.grad_mode, dx_.data(), weight_.grd.data(), nullptr,
                          dy.data(), x_->data(), weight_.val.data(), nullptr, rstd_.data(),
-                         dy.dim(0), D);
+                         dy.numel() / D, D);
     return input_grad == InputGrad::Compute ? dx_ : empty_;
   }
 

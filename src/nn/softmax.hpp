@@ -19,16 +19,16 @@ class Softmax {
   explicit Softmax(const Init&) {}
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    check_input_rows(ctx, x, D, "Softmax");
+    const std::int64_t rows = check_input_rows(ctx, x, D, "Softmax");
     y_.resize(x.shape(), ctx.target);
-    ctx.k->softmax_forward(ctx.stream, y_.data(), x.data(), x.dim(0), D);
+    ctx.k->softmax_forward(ctx.stream, y_.data(), x.data(), rows, D);
     return y_;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     if (input_grad == InputGrad::Skip) return empty_;
     dx_.resize(dy.shape(), ctx.target);
-    ctx.k->softmax_backward(ctx.stream, dx_.data(), dy.data(), y_.data(), dy.dim(0), D);
+    ctx.k->softmax_backward(ctx.stream, dx_.data(), dy.data(), y_.data(), dy.numel() / D, D);
     return dx_;
   }
 
