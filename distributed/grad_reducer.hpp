@@ -10,6 +10,9 @@
 //                           rank's gradient slice; the next unit's vjp waits for it, because it
 //                           overwrites that transient buffer
 //
+// A unit's gradients are final after the vjp of ParamStore::reduce_after(u): its own, or that of
+// the first unit that borrows from it (a tied weight gets both contributions before it leaves).
+//
 // Reductions are sums over ranks: the trainer scales the loss gradient by 1/global_batch, so the
 // sum is the global mean and nobody applies 1/N.
 #include <cstdint>
@@ -38,7 +41,8 @@ class GradReducer {
  private:
   struct Bucket {
     Range flat;               // in the full gradient buffer
-    std::size_t lowest_unit;  // final once this unit's vjp is done
+    std::size_t final_after;  // final once this unit's vjp is done
+    bool launched = false;    // this step
   };
 
   void launch_ready_buckets(std::size_t finished_unit);
@@ -48,8 +52,7 @@ class GradReducer {
   ParamStore& store_;
   ProcessGroup& group_;
   std::vector<Bucket> buckets_;  // full gradients: descending flat order
-  std::size_t next_bucket_ = 0;
-  std::vector<bool> started_;  // [units] reduction started this step
+  std::vector<bool> launched_;   // [units] reduction started this step
   std::vector<Work> pending_;
 };
 

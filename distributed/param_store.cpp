@@ -1,5 +1,8 @@
 #include "distributed/param_store.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include "kernels/error.hpp"
 
 namespace noeira::dist {
@@ -28,8 +31,29 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
     decay_.push_back(p.param->decay);
   }
   layout_ = sharded_layout(sizes, walk.unit_params, alignment, ranks);
-  for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
-    pieces_.push_back(layout_.units[u].pieces(owned(u)));
+  const std::size_t units = layout_.unit_count();
+  for (std::size_t u = 0; u < units; ++u) pieces_.push_back(layout_.units[u].pieces(owned(u)));
+
+  // Borrows: the owner of every borrowed param must be a later unit (its vjp, earlier in
+  // backward, writes the gradient first; the borrowers add to it).
+  std::map<const Param*, std::size_t> index_of;
+  for (std::size_t i = 0; i < walk.params.size(); ++i) index_of[walk.params[i].param] = i;
+  pinned_.assign(units, false);
+  reduce_after_.resize(units);
+  for (std::size_t u = 0; u < units; ++u) reduce_after_[u] = u;
+  for (std::size_t u = 0; u < walk.borrowed.size() && u < units; ++u) {
+    for (const Param* p : walk.borrowed[u]) {
+      const auto it = index_of.find(p);
+      NOEIRA_CHECK(it != index_of.end(), "unit ", u, " borrows a parameter outside the walk");
+      const std::size_t owner = layout_.unit_of(it->second);
+      if (owner <= u) {
+        throw Error(detail::concat("unit ", u, " borrows ", walk.params[it->second].name,
+                                   " from unit ", owner,
+                                   ": a unit may borrow only from a later unit"));
+      }
+      pinned_[owner] = true;
+      reduce_after_[owner] = std::min(reduce_after_[owner], u);
+    }
   }
 
   // Every initial value goes into a full flat buffer: the values themselves, or (sliced values)
@@ -41,28 +65,36 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
     copy_floats(*k_, stream_, full.data() + layout_.full_offset_of(i),
                 walk.params[i].param->val.data(), walk.params[i].param->numel());
   }
+  pinned_values_.resize(units);
+  pinned_grads_.resize(units);
+  for (std::size_t u = 0; u < units; ++u) {
+    if (!pinned_[u]) continue;
+    const std::int64_t size = layout_.units[u].padded_size;
+    if (sliced_values) pinned_values_[u] = Tensor({size}, target());
+    if (residency_.grads == Extent::Slice) pinned_grads_[u] = Tensor({size}, target());
+  }
   if (sliced_values) {
     values_ = Tensor({layout_.shard_size}, target());
-    gathered_ = Tensor({layout_.max_unit_size}, target());
+    gathered_ = Tensor({largest_unpinned_unit()}, target());
     take_initial_slices_from(initial_);
   }
   if (residency_.grads == Extent::Slice) {
     grads_ = Tensor({layout_.shard_size}, target());
-    grads_unit_ = Tensor({layout_.max_unit_size}, target());
+    grads_unit_ = Tensor({largest_unpinned_unit()}, target());
   } else {
     grads_ = Tensor({layout_.full_size}, target());
   }
   // The Params' own storage is freed here: from now on they are handles into this store.
-  for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
-    if (sliced_values) {
-      release_values(u);
-    } else {
+  for (std::size_t u = 0; u < units; ++u) {
+    if (whole_values(u)) {
       bind_values(u);
-    }
-    if (residency_.grads == Extent::Slice) {
-      release_grads(u);
     } else {
+      release_values(u);
+    }
+    if (whole_grads(u)) {
       bind_grads(u);
+    } else {
+      release_grads(u);
     }
   }
 }
@@ -72,36 +104,50 @@ Range ParamStore::owned(std::size_t unit) const {
   return residency_.state == Extent::Full ? Range{0, u.padded_size} : u.slice(rank_);
 }
 
-float* ParamStore::whole_of(Extent extent, Tensor& buffer, Tensor& transient, std::size_t unit) {
-  return extent == Extent::Slice ? transient.data() : buffer.data() + layout_.full_offset[unit];
+bool ParamStore::whole_values(std::size_t unit) const {
+  return residency_.params == Extent::Full || pinned_[unit];
 }
 
-float* ParamStore::owned_of(Extent extent, Tensor& buffer, std::size_t unit) {
+bool ParamStore::whole_grads(std::size_t unit) const {
+  return residency_.grads == Extent::Full || pinned_[unit];
+}
+
+float* ParamStore::whole_of(Extent extent, Tensor& buffer, Tensor& pinned, Tensor& transient,
+                            std::size_t unit) {
+  if (extent == Extent::Full) return buffer.data() + layout_.full_offset[unit];
+  return pinned_[unit] ? pinned.data() : transient.data();
+}
+
+float* ParamStore::owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit) {
   if (!buffer.defined()) return nullptr;
-  return extent == Extent::Slice
-             ? buffer.data() + layout_.shard_offset[unit]
-             : buffer.data() + layout_.full_offset[unit] + owned(unit).begin;
+  if (extent == Extent::Full) return buffer.data() + layout_.full_offset[unit] + owned(unit).begin;
+  // A pinned unit's owned slice lies inside its whole copy (reduced there in place, ZeRO-1 style).
+  return pinned_[unit] ? pinned.data() + owned(unit).begin
+                       : buffer.data() + layout_.shard_offset[unit];
 }
 
 float* ParamStore::unit_values(std::size_t unit) {
-  return whole_of(residency_.params, values_, gathered_, unit);
+  return whole_of(residency_.params, values_, pinned_values_[unit], gathered_, unit);
 }
 
 float* ParamStore::owned_values(std::size_t unit) {
-  return owned_of(residency_.params, values_, unit);
+  return owned_of(residency_.params, values_, pinned_values_[unit], unit);
 }
 
 float* ParamStore::unit_grads(std::size_t unit) {
-  return whole_of(residency_.grads, grads_, grads_unit_, unit);
+  return whole_of(residency_.grads, grads_, pinned_grads_[unit], grads_unit_, unit);
 }
 
 float* ParamStore::owned_grads(std::size_t unit) {
-  return owned_of(residency_.grads, grads_, unit);
+  return owned_of(residency_.grads, grads_, pinned_grads_[unit], unit);
 }
 
 float* ParamStore::owned_state(State state, std::size_t unit) {
   NOEIRA_CHECK(state != State::Value, "owned_state: values are not optimizer state");
-  return owned_of(residency_.state, state == State::M ? m_ : v_, unit);
+  Tensor& t = state == State::M ? m_ : v_;
+  if (!t.defined()) return nullptr;
+  return t.data() + (residency_.state == Extent::Slice ? layout_.shard_offset[unit]
+                                                       : layout_.full_offset[unit]);
 }
 
 bool ParamStore::has_state(State state) const {
@@ -118,18 +164,19 @@ void ParamStore::ensure_state(bool m, bool v) {
 // --- handles -----------------------------------------------------------------------------------
 
 void ParamStore::bind(std::size_t unit, bool values) {
-  const std::size_t first = layout_.first_param[unit];
-  for (std::size_t i = first; i < layout_.first_param[unit + 1]; ++i) {
+  float* base = values ? unit_values(unit) : unit_grads(unit);
+  // A view of the buffer the base pointer lies in, at the parameter's offset from it.
+  const Tensor& buffer = values ? (residency_.params == Extent::Full ? values_
+                                   : pinned_[unit]                   ? pinned_values_[unit]
+                                                                     : gathered_)
+                                : (residency_.grads == Extent::Full ? grads_
+                                   : pinned_[unit]                  ? pinned_grads_[unit]
+                                                                    : grads_unit_);
+  const std::int64_t base_offset = base - buffer.data();
+  for (std::size_t i = layout_.first_param[unit]; i < layout_.first_param[unit + 1]; ++i) {
     Param& p = *walk_.params[i].param;
-    const std::int64_t full = layout_.full_offset_of(i);
-    const std::int64_t local = full - layout_.full_offset[unit];
-    if (values) {
-      p.val = residency_.params == Extent::Slice ? gathered_.view(p.shape(), local)
-                                                 : values_.view(p.shape(), full);
-    } else {
-      p.grd = residency_.grads == Extent::Slice ? grads_unit_.view(p.shape(), local)
-                                                : grads_.view(p.shape(), full);
-    }
+    const std::int64_t local = layout_.full_offset_of(i) - layout_.full_offset[unit];
+    (values ? p.val : p.grd) = buffer.view(p.shape(), base_offset + local);
   }
 }
 
@@ -138,6 +185,7 @@ void ParamStore::bind_values(std::size_t unit) { bind(unit, true); }
 void ParamStore::bind_grads(std::size_t unit) { bind(unit, false); }
 
 void ParamStore::release_values(std::size_t unit) {
+  if (whole_values(unit)) return;  // held whole: always readable
   for (std::size_t i = layout_.first_param[unit]; i < layout_.first_param[unit + 1]; ++i) {
     Param& p = *walk_.params[i].param;
     p.val = Tensor::absent(
@@ -149,6 +197,7 @@ void ParamStore::release_values(std::size_t unit) {
 }
 
 void ParamStore::release_grads(std::size_t unit) {
+  if (whole_grads(unit)) return;
   for (std::size_t i = layout_.first_param[unit]; i < layout_.first_param[unit + 1]; ++i) {
     Param& p = *walk_.params[i].param;
     p.grd = Tensor::absent(
@@ -174,8 +223,12 @@ void ParamStore::drop_initial() { initial_ = Tensor(); }
 
 void ParamStore::take_initial_slices_from(const Tensor& full) {
   for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
-    copy_floats(*k_, stream_, owned_values(u),
-                full.data() + layout_.full_offset[u] + owned(u).begin, owned(u).size());
+    const float* unit = full.data() + layout_.full_offset[u];
+    if (pinned_[u]) {
+      copy_floats(*k_, stream_, pinned_values_[u].data(), unit, layout_.units[u].padded_size);
+    } else {
+      copy_floats(*k_, stream_, owned_values(u), unit + owned(u).begin, owned(u).size());
+    }
   }
 }
 
@@ -186,15 +239,17 @@ std::vector<HeldPiece> ParamStore::pieces(State state, Coverage coverage) {
   if (coverage == Coverage::Held) gathered_unit_ = kNone;
   Tensor& buffer = state == State::Value ? values_ : state == State::M ? m_ : v_;
   if (!buffer.defined()) return out;
-  const Extent extent = state == State::Value ? residency_.params : residency_.state;
   for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
     const FlatLayout& l = layout_.units[u];
-    const Range range = coverage == Coverage::Written || extent == Extent::Slice
-                            ? l.slice(rank_)
-                            : Range{0, l.padded_size};
-    float* base = extent == Extent::Slice
-                      ? buffer.data() + layout_.shard_offset[u]
-                      : buffer.data() + layout_.full_offset[u] + range.begin;
+    const bool whole = state == State::Value ? whole_values(u) : residency_.state == Extent::Full;
+    const Range range = coverage == Coverage::Written || !whole ? l.slice(rank_)
+                                                                : Range{0, l.padded_size};
+    float* base = nullptr;
+    if (state == State::Value) {
+      base = whole ? unit_values(u) + range.begin : owned_values(u);
+    } else {
+      base = owned_state(state, u) + (whole ? range.begin : 0);
+    }
     for (const Piece& p : l.pieces(range)) {
       out.push_back({layout_.first_param[u] + p.param, p.param_begin, p.count,
                      base + (p.flat_begin - range.begin)});
@@ -205,9 +260,36 @@ std::vector<HeldPiece> ParamStore::pieces(State state, Coverage coverage) {
 
 // --- accounting ---------------------------------------------------------------------------------
 
-std::int64_t ParamStore::value_bytes() const { return bytes_of(values_) + bytes_of(gathered_); }
-std::int64_t ParamStore::grad_bytes() const { return bytes_of(grads_); }
+std::int64_t ParamStore::largest_unpinned_unit() const {
+  std::int64_t largest = 0;
+  for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
+    if (!pinned_[u]) largest = std::max(largest, layout_.units[u].padded_size);
+  }
+  return largest;
+}
+
+std::int64_t ParamStore::pinned_elements() const {
+  std::int64_t n = 0;
+  for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
+    if (pinned_[u]) n += layout_.units[u].numel();
+  }
+  return n;
+}
+
+std::int64_t ParamStore::value_bytes() const {
+  std::int64_t n = bytes_of(values_) + bytes_of(gathered_);
+  for (const Tensor& t : pinned_values_) n += bytes_of(t);
+  return n;
+}
+
+std::int64_t ParamStore::grad_bytes() const {
+  std::int64_t n = bytes_of(grads_);
+  for (const Tensor& t : pinned_grads_) n += bytes_of(t);
+  return n;
+}
+
 std::int64_t ParamStore::state_bytes() const { return bytes_of(m_) + bytes_of(v_); }
+
 std::int64_t ParamStore::transient_bytes() const {
   return bytes_of(grads_unit_) + bytes_of(initial_);
 }

@@ -9,6 +9,12 @@
 //   m, v      the optimizer state over the range this rank updates (state extent), allocated by
 //             ensure_state when an optimizer first needs it; nowhere else
 //
+// A unit that an earlier unit borrows from (a tied weight) is PINNED: where the policy slices
+// values or gradients, every rank still holds that unit's values and gradients whole, in buffers
+// of its own, for the whole step — both users need them, at the two ends of the forward and the
+// backward — while its optimizer state is sliced as the policy says (like ZeRO-1 for that unit).
+// Its gradients are final only after the vjp of its first borrower (reduce_after).
+//
 // Param::val / Param::grd are handles into these buffers. A handle whose memory the store does
 // not hold now (a ZeRO-3 value outside its unit's gather, a ZeRO-2/3 gradient outside its unit's
 // vjp) is an absent tensor: reading it is an error that names the parameter, never another
@@ -25,15 +31,17 @@
 
 namespace noeira::dist {
 
-// The walk, cut into units: params in walk order with their names, and how many params each
-// unit holds (distributed/units.hpp builds it from a model).
+// The walk, cut into units: params in walk order with their names, how many params each unit
+// holds, and the params each unit borrows from a later one (distributed/units.hpp builds it).
 struct WalkParam {
   std::string name;
   Param* param = nullptr;
 };
 struct WalkUnits {
   std::vector<WalkParam> params;
-  std::vector<std::size_t> unit_params;  // [units]
+  std::vector<std::size_t> unit_params;      // [units]
+  std::vector<std::vector<Param*>> borrowed;  // [units] params of later units it also uses
+  bool marked = false;  // the units are the model's Unit<> marks (their hooks run themselves)
 };
 
 // Which per-parameter buffer.
@@ -76,6 +84,14 @@ class ParamStore {
   Range owned(std::size_t unit) const;
   const std::vector<Piece>& owned_pieces(std::size_t unit) const { return pieces_[unit]; }
 
+  // Borrowed by an earlier unit: held whole (see above).
+  bool pinned(std::size_t unit) const { return pinned_[unit]; }
+  // Whether this rank holds unit u's values / gradients whole (Full, or pinned).
+  bool whole_values(std::size_t unit) const;
+  bool whole_grads(std::size_t unit) const;
+  // The unit after whose vjp unit u's gradients are final: u itself, or its first borrower.
+  std::size_t reduce_after(std::size_t unit) const { return reduce_after_[unit]; }
+
   // Where unit u's values are in full (its padded range): the full buffer, or for sliced values
   // the one gather buffer; where its owned values are; where this rank's slice of its values is
   // (the all-gather source and target of ZeRO).
@@ -92,7 +108,8 @@ class ParamStore {
   void ensure_state(bool m, bool v);
 
   // ZeRO-3: the unit whose values the gather buffer holds (kNone: none, or stale), and the
-  // handles of a unit's values bound to it (bind) or absent (release).
+  // handles of a unit's values bound to it (bind) or absent (release; a no-op for a unit held
+  // whole).
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   std::size_t gathered_unit() const { return gathered_unit_; }
   void set_gathered(std::size_t unit) { gathered_unit_ = unit; }
@@ -120,12 +137,17 @@ class ParamStore {
   std::int64_t grad_bytes() const;
   std::int64_t state_bytes() const;
   std::int64_t transient_bytes() const;  // the transient unit gradient, the initial copy
+  // Elements of the largest unpinned unit (the gather / transient buffer) and of all pinned units.
+  std::int64_t largest_unpinned_unit() const;
+  std::int64_t pinned_elements() const;
 
  private:
-  // Unit u's whole padded range (Full: in `buffer`; Slice: the one transient buffer) and its
-  // owned range (null for an unallocated buffer), for a buffer of the given extent.
-  float* whole_of(Extent extent, Tensor& buffer, Tensor& transient, std::size_t unit);
-  float* owned_of(Extent extent, Tensor& buffer, std::size_t unit);
+  // Unit u's whole padded range (Full: in `buffer`; Slice: the unit's pinned copy, or the one
+  // transient buffer) and its owned range (null for an unallocated buffer), for a buffer of the
+  // given extent.
+  float* whole_of(Extent extent, Tensor& buffer, Tensor& pinned, Tensor& transient,
+                  std::size_t unit);
+  float* owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit);
   void bind(std::size_t unit, bool values);
   void take_initial_slices_from(const Tensor& full);
 
@@ -137,12 +159,16 @@ class ParamStore {
   ShardedLayout layout_;
   std::vector<Decay> decay_;                // [params]
   std::vector<std::vector<Piece>> pieces_;  // [units] owned pieces, unit-local
+  std::vector<bool> pinned_;                // [units]
+  std::vector<std::size_t> reduce_after_;   // [units]
+  std::vector<Tensor> pinned_values_;       // [units] padded unit, pinned units of sliced values
+  std::vector<Tensor> pinned_grads_;        // [units] padded unit, pinned units of sliced grads
 
   Tensor values_;      // [full_size] or [shard_size] (params Slice)
-  Tensor gathered_;    // [max_unit_size] params Slice: the unit being computed
+  Tensor gathered_;    // [largest unpinned unit] params Slice: the unit being computed
   Tensor initial_;     // [full_size] params Slice: initial values until the slices are taken
   Tensor grads_;       // [full_size] or [shard_size] (grads Slice)
-  Tensor grads_unit_;  // [max_unit_size] grads Slice: one unit's full gradient, transient
+  Tensor grads_unit_;  // [largest unpinned unit] grads Slice: one unit's full gradient, transient
   Tensor m_, v_;       // [full_size] or [shard_size] (state Slice), allocated by ensure_state
   std::size_t gathered_unit_ = kNone;
 };

@@ -42,6 +42,7 @@ const WalkUnits& checked_walk(Policy policy, const WalkUnits& walk, ProcessGroup
 ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGroup& group,
                                const Context& ctx, const PolicyOptions& options)
     : policy_(policy),
+      marked_(walk.marked),
       group_(group),
       store_(checked_walk(policy, walk, group, ctx), residency_of(policy), group.rank(),
              group.size(), ctx, options.alignment),
@@ -68,6 +69,7 @@ void ShardingPolicy::broadcast_initial_parameters() {
 // --- unit hooks ------------------------------------------------------------------------------
 
 void ShardingPolicy::gather_unit(std::size_t unit) {
+  if (store_.whole_values(unit)) return;  // a pinned unit: every rank holds it whole
   // Still there (the last unit: forward, loss, then vjp): only the handles need binding.
   if (store_.gathered_unit() != unit) {
     const FlatLayout& u = store_.layout().units[unit];
@@ -98,7 +100,7 @@ void ShardingPolicy::after_forward(std::size_t unit) {
 void ShardingPolicy::before_vjp(std::size_t unit) {
   check_unit(unit, "before_vjp");
   reducer_.before_vjp(unit);
-  if (sliced_grads()) store_.bind_grads(unit);
+  if (sliced_grads() && !store_.whole_grads(unit)) store_.bind_grads(unit);
   if (sliced_values()) gather_unit(unit);
 }
 
@@ -130,12 +132,13 @@ double ShardingPolicy::clip_grad_norm(double max_norm) {
 void ShardingPolicy::step(Optimizer& optimizer, float lr) {
   NOEIRA_CHECK(reducer_.idle(), "step before reduce_gradients");
   optimizer_step(store_, optimizer, lr);
-  if (store_.residency().state == Extent::Slice && !sliced_values()) {
-    // ZeRO-1/2: every rank needs every updated parameter for the next forward.
+  if (store_.residency().state == Extent::Slice) {
+    // Units held whole with sliced state (ZeRO-1/2, and pinned units under ZeRO-3): every rank
+    // needs every updated parameter for the next forward.
     std::vector<Work> gathers;
     for (std::size_t u = 0; u < store_.unit_count(); ++u) {
       const FlatLayout& l = store_.layout().units[u];
-      if (l.padded_size == 0) continue;
+      if (l.padded_size == 0 || !store_.whole_values(u)) continue;
       gathers.push_back(group_.all_gather(floats(store_.owned_values(u), l.shard_size),
                                           floats(store_.unit_values(u), l.padded_size)));
     }
@@ -159,7 +162,7 @@ std::vector<float> ShardingPolicy::full_parameters() {
     const FlatLayout& l = layout.units[u];
     unit_values.assign(static_cast<std::size_t>(l.padded_size), 0.0f);
     if (l.padded_size > 0) {
-      if (sliced_values()) {
+      if (!store_.whole_values(u)) {
         gather_unit(u);
         store_.release_values(u);
       }

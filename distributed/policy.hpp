@@ -11,8 +11,9 @@
 // broadcast, ZeRO-3's gathers in the unit hooks, the norm's scalar allreduce, ZeRO-1/2's
 // all-gather after the step.
 //
-// Units are the top-level children of a Sequential (the whole model otherwise); rank r owns
-// slice r of every unit. One step, with the drivers of distributed/units.hpp:
+// Units are the model's Unit<> marks, or by default the top-level children of a Sequential (the
+// whole model otherwise); rank r owns slice r of every unit. One step, with the drivers of
+// distributed/units.hpp:
 //   forward_units(model, ctx, x, policy);           // ZeRO-3 gathers each unit before it runs
 //   loss ...; vjp_units(model, ctx, dy, InputGrad::Skip, policy);  // reductions start per unit
 //   policy.reduce_gradients();                      // waits for all of them
@@ -41,7 +42,7 @@ struct PolicyOptions {
   std::int64_t alignment = 32;                          // elements, per parameter and slice
 };
 
-class ShardingPolicy {
+class ShardingPolicy final : public UnitHooks {
  public:
   // Adopts the walk's params into a store on ctx.target, which must be the group's buffer target
   // (CUDA: the NCCL or the simulated backend); ctx.grad_mode must be Overwrite (units share the
@@ -50,6 +51,7 @@ class ShardingPolicy {
                  const PolicyOptions& options = {});
   ShardingPolicy(const ShardingPolicy&) = delete;
   ShardingPolicy& operator=(const ShardingPolicy&) = delete;
+  ~ShardingPolicy() = default;
 
   Policy policy() const { return policy_; }
   // Where every buffer of the policy lives, HeldPiece::data included.
@@ -57,16 +59,18 @@ class ShardingPolicy {
   const ShardedLayout& layout() const { return store_.layout(); }
   ProcessGroup& group() { return group_; }
   ParamStore& store() { return store_; }
+  // Whether the model's units are Unit<> marks, which call the hooks themselves.
+  bool marked_units() const { return marked_; }
 
   // Replaces every rank's parameters by rank 0's (identical seeds are not enough: a replica may
   // have been built or loaded differently). Collective.
   void broadcast_initial_parameters();
 
-  // Unit hooks, called in the same order on every rank (the unit drivers do).
-  void before_forward(std::size_t unit);
-  void after_forward(std::size_t unit);
-  void before_vjp(std::size_t unit);
-  void after_vjp(std::size_t unit);  // the unit's gradients are final: start their reduction
+  // Unit hooks, called in the same order on every rank (the unit drivers, or the marked units).
+  void before_forward(std::size_t unit) override;
+  void after_forward(std::size_t unit) override;
+  void before_vjp(std::size_t unit) override;
+  void after_vjp(std::size_t unit) override;  // its gradients are final: start their reduction
 
   // Finishes every gradient reduction of this step. Afterwards the gradients this rank owns hold
   // the sum over ranks (DDP: every gradient; ZeRO: its slices).
@@ -100,6 +104,7 @@ class ShardingPolicy {
   void gather_unit(std::size_t unit);
 
   Policy policy_;
+  bool marked_;
   ProcessGroup& group_;
   ParamStore store_;
   GradReducer reducer_;

@@ -1,14 +1,19 @@
 #pragma once
-// The model seen as units for a sharding policy, and the forward / vjp drivers that call the
-// policy's hooks around each unit. A unit is a top-level child of a Sequential (what ZeRO-3
-// gathers at once, and the granularity at which gradient reduction starts during backward); any
-// other model is one unit.
+// The model seen as units for a sharding policy, and the forward / vjp drivers that make the
+// policy's hooks run around each unit.
+//
+// Units are the modules the model marks with Unit<M> (nn/unit.hpp), at any depth; a model with no
+// mark has the default units: the top-level children of its Sequential, or the whole model. Every
+// parameter lies in exactly one unit. A unit may borrow a parameter of a LATER unit (a tied
+// weight: a GPT's token embedding reads its LM head's table): the walk visits the parameter once,
+// where it is owned, and records who borrows it.
 #include <cstddef>
 #include <string>
 #include <utility>
 
 #include "core/module.hpp"
 #include "distributed/policy.hpp"
+#include "kernels/error.hpp"
 #include "nn/sequential.hpp"
 
 namespace noeira::dist {
@@ -25,6 +30,50 @@ struct SequentialTraits<Sequential<Ms...>> {
   static constexpr std::size_t count = sizeof...(Ms);
 };
 
+// Collects the walk of a model with Unit marks: the params in walk order, the units' boundaries
+// (numbering each unit), and the params each unit borrows.
+class MarkedUnitsVisitor {
+ public:
+  explicit MarkedUnitsVisitor(WalkUnits& out) : out_(out) {}
+
+  void begin_unit(std::size_t& index) {
+    NOEIRA_CHECK(!in_unit_, "Unit inside a Unit: units may not nest");
+    index = out_.unit_params.size();
+    out_.unit_params.push_back(0);
+    out_.borrowed.emplace_back();
+    in_unit_ = true;
+  }
+  void end_unit() { in_unit_ = false; }
+
+  void operator()(const std::string& name, Param& p) {
+    if (!in_unit_) {
+      throw Error(detail::concat("parameter ", name,
+                                 " lies in no unit: a model that marks units with Unit<> must mark "
+                                 "every module that has parameters"));
+    }
+    out_.params.push_back({name, &p});
+    ++out_.unit_params.back();
+  }
+
+  void borrow(Param& p) {
+    NOEIRA_CHECK(in_unit_, "a borrowed parameter outside any unit");
+    out_.borrowed.back().push_back(&p);
+  }
+
+ private:
+  WalkUnits& out_;
+  bool in_unit_ = false;
+};
+
+// Counts the Unit marks of a model (a visitor that takes begin_unit, without collecting).
+struct UnitCounter {
+  std::size_t units = 0;
+  void begin_unit(std::size_t&) { ++units; }
+  void end_unit() {}
+  void operator()(const std::string&, Param&) {}
+  void borrow(Param&) {}
+};
+
 template <class Unit>
 void collect(Unit& unit, std::string_view prefix, WalkUnits& out) {
   std::size_t count = 0;
@@ -35,15 +84,16 @@ void collect(Unit& unit, std::string_view prefix, WalkUnits& out) {
       },
       prefix);
   out.unit_params.push_back(count);
+  out.borrowed.emplace_back();
 }
 
 template <std::size_t I, class Seq>
-const Tensor& forward_from(Seq& model, Context& ctx, const Tensor& x, ShardingPolicy& policy) {
-  policy.before_forward(I);
+const Tensor& forward_from(Seq& model, Context& ctx, const Tensor& x, UnitHooks& hooks) {
+  hooks.before_forward(I);
   const Tensor& y = model.template child<I>().forward(ctx, x);
-  policy.after_forward(I);
+  hooks.after_forward(I);
   if constexpr (I + 1 < SequentialTraits<Seq>::count) {
-    return forward_from<I + 1>(model, ctx, y, policy);
+    return forward_from<I + 1>(model, ctx, y, hooks);
   } else {
     return y;
   }
@@ -51,24 +101,49 @@ const Tensor& forward_from(Seq& model, Context& ctx, const Tensor& x, ShardingPo
 
 template <std::size_t I, class Seq>
 const Tensor& vjp_from(Seq& model, Context& ctx, const Tensor& dy, InputGrad input_grad,
-                       ShardingPolicy& policy) {
-  policy.before_vjp(I);
+                       UnitHooks& hooks) {
+  hooks.before_vjp(I);
   const Tensor& dx =
       model.template child<I>().vjp(ctx, dy, I == 0 ? input_grad : InputGrad::Compute);
-  policy.after_vjp(I);
+  hooks.after_vjp(I);
   if constexpr (I == 0) {
     return dx;
   } else {
-    return vjp_from<I - 1>(model, ctx, dx, input_grad, policy);
+    return vjp_from<I - 1>(model, ctx, dx, input_grad, hooks);
   }
 }
+
+// Points ctx.units at the policy for a scope: the marked units call its hooks themselves.
+class HooksScope {
+ public:
+  HooksScope(Context& ctx, UnitHooks& hooks) : ctx_(ctx), saved_(ctx.units) { ctx.units = &hooks; }
+  ~HooksScope() { ctx_.units = saved_; }
+  HooksScope(const HooksScope&) = delete;
+  HooksScope& operator=(const HooksScope&) = delete;
+
+ private:
+  Context& ctx_;
+  UnitHooks* saved_;
+};
 }  // namespace detail_units
 
-// The walk of `model` with its unit boundaries; names are the model's walk names.
+// Whether the model marks its units with Unit<>.
+template <Module M>
+bool marks_units(M& model) {
+  detail_units::UnitCounter counter;
+  model.for_each_param(counter, std::string_view{});
+  return counter.units > 0;
+}
+
+// The walk of `model` with its unit boundaries and borrows; names are the model's walk names.
 template <Module M>
 WalkUnits walk_units(M& model) {
   WalkUnits out;
-  if constexpr (detail_units::SequentialTraits<M>::is_sequential) {
+  if (marks_units(model)) {
+    out.marked = true;
+    detail_units::MarkedUnitsVisitor visitor(out);
+    model.for_each_param(visitor, std::string_view{});
+  } else if constexpr (detail_units::SequentialTraits<M>::is_sequential) {
     [&]<std::size_t... Is>(std::index_sequence<Is...>) {
       (detail_units::collect(model.template child<Is>(), std::to_string(Is), out), ...);
     }
@@ -82,6 +157,10 @@ WalkUnits walk_units(M& model) {
 // model.forward(ctx, x) with the policy's hooks around each unit.
 template <Module M>
 const Tensor& forward_units(M& model, Context& ctx, const Tensor& x, ShardingPolicy& policy) {
+  if (policy.marked_units()) {
+    const detail_units::HooksScope scope(ctx, policy);
+    return model.forward(ctx, x);
+  }
   if constexpr (detail_units::SequentialTraits<M>::is_sequential) {
     return detail_units::forward_from<0>(model, ctx, x, policy);
   } else {
@@ -96,6 +175,10 @@ const Tensor& forward_units(M& model, Context& ctx, const Tensor& x, ShardingPol
 template <Module M>
 const Tensor& vjp_units(M& model, Context& ctx, const Tensor& dy, InputGrad input_grad,
                         ShardingPolicy& policy) {
+  if (policy.marked_units()) {
+    const detail_units::HooksScope scope(ctx, policy);
+    return model.vjp(ctx, dy, input_grad);
+  }
   if constexpr (detail_units::SequentialTraits<M>::is_sequential) {
     return detail_units::vjp_from<detail_units::SequentialTraits<M>::count - 1>(model, ctx, dy,
                                                                                 input_grad, policy);

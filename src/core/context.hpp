@@ -1,6 +1,7 @@
 #pragma once
 // What a forward or vjp call needs besides its tensors: which kernels to run and where, and the
 // counters that make stochastic leaves (dropout) reproducible.
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/kernel_table.hpp"
@@ -14,6 +15,21 @@ enum class InputGrad : std::uint8_t { Compute, Skip };
 // Training enables dropout; evaluation makes it the identity.
 enum class Mode : std::uint8_t { Train, Eval };
 
+// What a unit (nn/unit.hpp) calls around its forward and vjp while a sharding policy drives the
+// model (distributed/units.hpp points Context::units at the policy for that forward or vjp):
+// ZeRO-3 gathers the unit's parameters before it runs, a unit's gradient reduction starts when
+// its vjp is done. `unit` is the unit's index in walk order.
+class UnitHooks {
+ public:
+  virtual void before_forward(std::size_t unit) = 0;
+  virtual void after_forward(std::size_t unit) = 0;
+  virtual void before_vjp(std::size_t unit) = 0;
+  virtual void after_vjp(std::size_t unit) = 0;
+
+ protected:
+  ~UnitHooks() = default;
+};
+
 struct Context {
   Target target = Target::Cpu;
   const KernelTable* k = nullptr;
@@ -23,6 +39,7 @@ struct Context {
   std::uint64_t seed = 0;        // run seed, for dropout masks
   std::uint64_t step = 0;        // optimizer step, for dropout masks
   std::int64_t row_offset = 0;   // global batch row of this rank's local row 0
+  UnitHooks* units = nullptr;    // the policy driving the model's units, if any
 
   static Context for_target(Target target, Stream stream = nullptr) {
     Context c;
