@@ -78,6 +78,12 @@ struct KernelTable {
   // dst[r, 0:cols] (= or +=) src[r, 0:cols] with independent row strides; for concat and split.
   void (*copy_columns)(Stream, GradMode, float* dst, std::int64_t dst_stride, const float* src,
                        std::int64_t src_stride, std::int64_t rows, std::int64_t cols);
+  // y[r, c] = x[r, c] · x[r, h + c] for rows of 2h: the gate of a gated linear unit (SwiGLU).
+  void (*gated_product_forward)(Stream, float* y, const float* x, std::int64_t rows,
+                                std::int64_t h);
+  // dx[r, c] = dy[r, c] · x[r, h + c], dx[r, h + c] = dy[r, c] · x[r, c] (dx overwritten).
+  void (*gated_product_backward)(Stream, float* dx, const float* dy, const float* x,
+                                 std::int64_t rows, std::int64_t h);
 
   // --- reductions (deterministic for any thread count or GPU) --------------------------------
   // Result on the host: the call waits for the stream.

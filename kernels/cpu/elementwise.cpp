@@ -55,6 +55,27 @@ void copy_columns(Stream, GradMode mode, float* dst, std::int64_t dst_stride, co
   });
 }
 
+void gated_product_forward(Stream, float* y, const float* x, std::int64_t rows, std::int64_t h) {
+  parallel_for_rows(rows, h, [&](std::int64_t r) {
+    const float* __restrict a = x + r * 2 * h;
+    float* __restrict yr = y + r * h;
+    for (std::int64_t c = 0; c < h; ++c) yr[c] = a[c] * a[h + c];
+  });
+}
+
+void gated_product_backward(Stream, float* dx, const float* dy, const float* x, std::int64_t rows,
+                            std::int64_t h) {
+  parallel_for_rows(rows, h, [&](std::int64_t r) {
+    const float* __restrict a = x + r * 2 * h;
+    const float* __restrict g = dy + r * h;
+    float* __restrict d = dx + r * 2 * h;
+    for (std::int64_t c = 0; c < h; ++c) {
+      d[c] = g[c] * a[h + c];
+      d[h + c] = g[c] * a[c];
+    }
+  });
+}
+
 void activation_forward(Stream, Activation a, float* y, const float* x, std::int64_t n) {
   with_activation(a, [&](auto tag) {
     constexpr Activation A = decltype(tag)::value;

@@ -56,6 +56,31 @@ struct CopyColumns {
   }
 };
 
+struct GatedForward {
+  float* y;
+  const float* x;
+  std::int64_t h;
+  __device__ void operator()(std::int64_t i) const {
+    const std::int64_t r = i / h;
+    const std::int64_t c = i - r * h;
+    y[i] = x[r * 2 * h + c] * x[r * 2 * h + h + c];
+  }
+};
+
+struct GatedBackward {
+  float* dx;
+  const float* dy;
+  const float* x;
+  std::int64_t h;
+  __device__ void operator()(std::int64_t i) const {
+    const std::int64_t r = i / h;
+    const std::int64_t c = i - r * h;
+    const std::int64_t a = r * 2 * h + c;
+    dx[a] = dy[i] * x[a + h];
+    dx[a + h] = dy[i] * x[a];
+  }
+};
+
 struct ActForward {
   Activation act;
   float* y;
@@ -107,6 +132,17 @@ void copy_columns(Stream s, GradMode mode, float* dst, std::int64_t dst_stride, 
                   std::int64_t src_stride, std::int64_t rows, std::int64_t cols) {
   if (cols <= 0) return;
   launch_map(s, rows * cols, CopyColumns{mode, dst, dst_stride, src, src_stride, cols});
+}
+
+void gated_product_forward(Stream s, float* y, const float* x, std::int64_t rows, std::int64_t h) {
+  if (h <= 0) return;
+  launch_map(s, rows * h, GatedForward{y, x, h});
+}
+
+void gated_product_backward(Stream s, float* dx, const float* dy, const float* x, std::int64_t rows,
+                            std::int64_t h) {
+  if (h <= 0) return;
+  launch_map(s, rows * h, GatedBackward{dx, dy, x, h});
 }
 
 void activation_forward(Stream s, Activation a, float* y, const float* x, std::int64_t n) {
