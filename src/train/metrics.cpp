@@ -1,37 +1,44 @@
 #include "train/metrics.hpp"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "kernels/error.hpp"
 
 namespace noeira {
 
 nlohmann::json to_json(const StepRecord& r) {
+  const std::string period(r.labels.period);
   return nlohmann::json{{"type", "step"},
-                        {"epoch", r.epoch},
+                        {period, r.epoch},
                         {"step", r.step},
-                        {"epoch_step", r.epoch_step},
-                        {"steps_per_epoch", r.steps_per_epoch},
+                        {period + "_step", r.epoch_step},
+                        {"steps_per_" + period, r.steps_per_epoch},
                         {"loss", r.loss},
                         {"lr", r.lr},
                         {"grad_norm", r.grad_norm},
-                        {"samples_per_s", r.samples_per_s},
+                        {std::string(r.labels.rate), r.samples_per_s * r.labels.rate_scale},
                         {"elapsed_s", r.elapsed_s}};
 }
 
 nlohmann::json to_json(const EpochRecord& r) {
-  return nlohmann::json{{"type", "epoch"},
-                        {"epoch", r.epoch},
-                        {"epochs", r.epochs},
-                        {"step", r.step},
-                        {"train_loss", r.train_loss},
-                        {"test_loss", r.test_loss},
-                        {"test_accuracy", r.test_accuracy},
-                        {"test_samples", r.test_samples},
-                        {"samples_per_s", r.samples_per_s},
-                        {"epoch_time_s", r.epoch_time_s},
-                        {"eval_time_s", r.eval_time_s},
-                        {"elapsed_s", r.elapsed_s}};
+  const std::string period(r.labels.period);
+  const std::string split(r.labels.split);
+  nlohmann::json j{{"type", period},
+                   {period, r.epoch},
+                   {period + "s", r.epochs},
+                   {"step", r.step},
+                   {"train_loss", r.train_loss},
+                   {split + "_loss", r.test_loss}};
+  // A task without an accuracy (a language model) has no such field, rather than a null.
+  if (!std::isnan(r.test_accuracy)) j[split + "_accuracy"] = r.test_accuracy;
+  j[split + "_samples"] = r.test_samples;
+  j[std::string(r.labels.rate)] = r.samples_per_s * r.labels.rate_scale;
+  j[std::string(r.labels.period_time)] = r.epoch_time_s;
+  j["eval_time_s"] = r.eval_time_s;
+  j["elapsed_s"] = r.elapsed_s;
+  return j;
 }
 
 MetricsFile::MetricsFile(const std::filesystem::path& file, bool append)

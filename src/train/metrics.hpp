@@ -14,10 +14,24 @@
 
 namespace noeira {
 
-inline constexpr std::array<std::string_view, 4> kTimingFields = {
-    "samples_per_s", "elapsed_s", "epoch_time_s", "eval_time_s"};
+inline constexpr std::array<std::string_view, 6> kTimingFields = {
+    "samples_per_s", "elapsed_s", "epoch_time_s", "eval_time_s", "tokens_per_s", "train_time_s"};
+
+// How a task names what its records hold (train/task.hpp): classification's periods are epochs
+// evaluated on the test split, in samples; a language model's are evaluation intervals on the
+// validation split, in tokens. The keys of the JSON records and the words of the log lines come
+// from here, so a classification run's records are the same as they always were.
+struct RecordLabels {
+  std::string_view period = "epoch";             // record type, and the key of its counter
+  std::string_view split = "test";               // <split>_loss, <split>_accuracy, <split>_samples
+  std::string_view rate = "samples_per_s";       // the throughput's key
+  std::string_view rate_words = "samples/s";     // and how a log line says it
+  double rate_scale = 1.0;                       // samples to the rate's unit (tokens per window)
+  std::string_view period_time = "epoch_time_s"; // the period's training time
+};
 
 struct StepRecord {
+  RecordLabels labels;
   std::int64_t epoch = 0;          // 1-based
   std::int64_t step = 0;           // optimizer steps completed in the run
   std::int64_t epoch_step = 0;     // steps completed in this epoch
@@ -30,6 +44,7 @@ struct StepRecord {
 };
 
 struct EpochRecord {
+  RecordLabels labels;
   std::int64_t epoch = 0;          // 1-based
   std::int64_t epochs = 0;
   std::int64_t step = 0;

@@ -61,10 +61,11 @@ void Progress::step(const StepRecord& r) {
     return;
   }
   if (terminal_) return;  // the bar shows it
-  out_ << format("epoch %lld step %lld/%lld  loss %.4f  lr %.3g  grad norm %.3f  %.0f samples/s",
-                 static_cast<long long>(r.epoch), static_cast<long long>(r.epoch_step),
-                 static_cast<long long>(r.steps_per_epoch), r.loss, r.lr, r.grad_norm,
-                 r.samples_per_s)
+  out_ << format("%s %lld step %lld/%lld  loss %.4f  lr %.3g  grad norm %.3f  %.0f %s",
+                 std::string(r.labels.period).c_str(), static_cast<long long>(r.epoch),
+                 static_cast<long long>(r.epoch_step), static_cast<long long>(r.steps_per_epoch),
+                 r.loss, r.lr, r.grad_norm, r.samples_per_s * r.labels.rate_scale,
+                 std::string(r.labels.rate_words).c_str())
        << '\n'
        << std::flush;
 }
@@ -75,11 +76,16 @@ void Progress::epoch(const EpochRecord& r) {
     return;
   }
   clear_bar();
-  out_ << format("epoch %lld/%lld  train loss %.4f  test loss %.4f  test acc %.2f%%  "
-                 "%.0f samples/s  epoch %.2fs  elapsed %.1fs",
-                 static_cast<long long>(r.epoch), static_cast<long long>(r.epochs), r.train_loss,
-                 r.test_loss, 100.0 * r.test_accuracy, r.samples_per_s, r.epoch_time_s,
-                 r.elapsed_s)
+  const std::string period(r.labels.period), split(r.labels.split);
+  const std::string accuracy =
+      std::isnan(r.test_accuracy)
+          ? std::string()
+          : format("  %s acc %.2f%%", split.c_str(), 100.0 * r.test_accuracy);
+  out_ << format("%s %lld/%lld  train loss %.4f  %s loss %.4f%s  %.0f %s  %s %.2fs  elapsed %.1fs",
+                 period.c_str(), static_cast<long long>(r.epoch), static_cast<long long>(r.epochs),
+                 r.train_loss, split.c_str(), r.test_loss, accuracy.c_str(),
+                 r.samples_per_s * r.labels.rate_scale, std::string(r.labels.rate_words).c_str(),
+                 period.c_str(), r.epoch_time_s, r.elapsed_s)
        << '\n'
        << std::flush;
 }
