@@ -1,6 +1,8 @@
-// The text corpus reader (io/text.hpp): a directory reads its text files once in name order (no
-// .dat indexes, no .u8 duplicates, no hidden files, no subdirectories); a FIFO, an empty corpus,
-// a missing path and a corpus past the size cap are one-line errors naming the path.
+// The text corpus reader (io/text.hpp) and the train / validation split (train/text_data.hpp):
+// a directory reads its text files once in name order (no .dat indexes, no .u8 duplicates, no
+// hidden files, no subdirectories); a FIFO, an empty corpus, a missing path and a corpus past
+// the size cap are one-line errors naming the path; the split is 90/10 in tokens and never cuts
+// a character.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -11,6 +13,7 @@
 #include "expect_error.hpp"
 #include "io/text.hpp"
 #include "io_test_files.hpp"
+#include "train/text_data.hpp"
 
 namespace noeira {
 namespace {
@@ -88,6 +91,33 @@ TEST(TextCorpus, TruncatedGzipIsAnError) {
   expect_input_error([&] { io::read_text_corpus(dir / "t.gz"); }, {(dir / "t.gz").string()});
 }
 
+TEST(TextSplit, NinetyPercentOfTheTokensTrainAndNoCharacterIsCut) {
+  // 10 code points, 14 bytes: "é" and "ü" are two bytes each, "€" three.
+  const std::string corpus =
+      "abcd\xc3\xa9"
+      "fgh\xc3\xbc\xe2\x82\xac";
+  const TextData chars = make_text_data("t", corpus, TokenizerKind::Char);
+  ASSERT_EQ(chars.train.size(), 9u);  // floor(0.9 · 10) code points
+  ASSERT_EQ(chars.validation.size(), 1u);
+  // The vocabulary is the training text's: "€" is only in the validation text.
+  EXPECT_EQ(chars.tokenizer.vocab_size(), 1 + 9);
+  EXPECT_EQ(chars.validation[0], Tokenizer::kUnknownId);
+  EXPECT_EQ(chars.unknown_validation, 1);
+  EXPECT_EQ(chars.tokenizer.decode(chars.train),
+            "abcd\xc3\xa9"
+            "fgh\xc3\xbc");
+
+  const TextData bytes = make_text_data("t", corpus, TokenizerKind::Byte);
+  EXPECT_EQ(bytes.train.size(), 12u);  // floor(0.9 · 14) bytes: the split may cut a character
+  EXPECT_EQ(bytes.validation.size(), 2u);
+  EXPECT_EQ(bytes.unknown_validation, 0);
+
+  expect_input_error([] { make_text_data("tiny", "a", TokenizerKind::Byte); },
+                     {"tiny", "too short to split"});
+  expect_input_error([] { make_text_data("latin1.txt", "caf\xe9 au lait", TokenizerKind::Char); },
+                     {"latin1.txt", "invalid UTF-8 at byte 3", "byte tokenizer"});
+}
+
 // The default corpus, when installed (Debian's fortunes): about 2.6 MB of text, every file once.
 TEST(TextCorpus, TheFortunesCorpusReadsEachTextFileOnce) {
   const std::filesystem::path dir = io::default_text_corpus();
@@ -101,6 +131,8 @@ TEST(TextCorpus, TheFortunesCorpusReadsEachTextFileOnce) {
   }
   EXPECT_GT(corpus.text.size(), 2'000'000u);
   EXPECT_LT(corpus.text.size(), 3'500'000u);
+  const TextData data = make_text_data(corpus.name, corpus.text, TokenizerKind::Char);
+  EXPECT_LT(data.tokenizer.vocab_size(), 200);  // English text with a few accents
 }
 
 }  // namespace
