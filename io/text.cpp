@@ -1,5 +1,6 @@
 #include "io/text.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "io/gzfile.hpp"
@@ -7,45 +8,102 @@
 
 namespace noeira::io {
 
-TextTokens read_text_tokens(const std::filesystem::path& file) {
-  GzFile f(file);
-  std::vector<std::uint8_t> bytes;
-  // Unknown length (the file may be compressed): read until the stream ends.
-  std::array<std::uint8_t, 1 << 16> chunk;
-  for (;;) {
-    const std::size_t got = f.read_some(chunk.data(), chunk.size());
-    if (got == 0) break;
-    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(got));
+namespace {
+
+namespace fs = std::filesystem;
+
+// What a path is, following symbolic links (a link to a file is that file).
+fs::file_type type_of(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && status.type() != fs::file_type::not_found) {
+    throw InputError(detail::concat(path.string(), ": cannot read (", ec.message(), ")"));
   }
-  if (bytes.empty()) {
-    throw InputError(detail::concat(file.string(), ": empty, expected text"));
-  }
-  std::array<bool, 256> seen{};
-  for (std::uint8_t b : bytes) seen[b] = true;
-  TextTokens out;
-  std::array<std::int32_t, 256> id_of{};
-  for (int b = 0; b < 256; ++b) {
-    if (seen[static_cast<std::size_t>(b)]) {
-      id_of[static_cast<std::size_t>(b)] = static_cast<std::int32_t>(out.vocab.size());
-      out.vocab.push_back(static_cast<std::uint8_t>(b));
-    }
-  }
-  out.ids.resize(bytes.size());
-  for (std::size_t i = 0; i < bytes.size(); ++i) out.ids[i] = id_of[bytes[i]];
-  return out;
+  return status.type();
 }
 
-std::string TextTokens::decode(const std::vector<std::int32_t>& token_ids) const {
-  std::string s;
-  s.reserve(token_ids.size());
-  for (std::int32_t id : token_ids) {
-    if (id < 0 || id >= vocab_size()) {
-      throw InputError(detail::concat("token id ", id, " outside the vocabulary of ",
-                                      vocab_size()));
-    }
-    s.push_back(static_cast<char>(vocab[static_cast<std::size_t>(id)]));
+[[noreturn]] void refuse_kind(const fs::path& path, fs::file_type type) {
+  const char* kind = type == fs::file_type::fifo        ? "a FIFO"
+                     : type == fs::file_type::socket    ? "a socket"
+                     : type == fs::file_type::block     ? "a block device"
+                     : type == fs::file_type::character ? "a character device"
+                                                        : "not a regular file";
+  throw InputError(detail::concat(path.string(), ": is ", kind,
+                                  ", expected a text file or a directory of them"));
+}
+
+// The directory rules of text.hpp: which entries are not part of the corpus.
+bool left_out(const fs::path& name) {
+  const std::string s = name.filename().string();
+  return s.empty() || s.front() == '.' || name.extension() == ".dat" || name.extension() == ".u8";
+}
+
+[[noreturn]] void too_large(const std::string& corpus, std::uint64_t max_bytes) {
+  throw InputError(detail::concat(corpus, ": the text corpus is larger than ", max_bytes,
+                                  " bytes, more than this reader holds in memory (it keeps the "
+                                  "whole text, and its token ids on the host and the device)"));
+}
+
+// Appends the file's bytes to out, refusing to let the corpus pass max_bytes. The size is not
+// known ahead (the file may be compressed): the cap is checked as the bytes arrive.
+void append_file(std::string& out, const fs::path& file, const std::string& corpus,
+                 std::uint64_t max_bytes) {
+  GzFile f(file);
+  std::array<char, 1 << 16> chunk;
+  for (;;) {
+    const std::size_t got = f.read_some(chunk.data(), chunk.size());
+    if (got == 0) return;
+    if (out.size() + got > max_bytes) too_large(corpus, max_bytes);
+    out.append(chunk.data(), got);
   }
-  return s;
+}
+
+}  // namespace
+
+std::filesystem::path default_text_corpus() { return "/usr/share/games/fortunes"; }
+
+std::vector<std::filesystem::path> corpus_files(const std::filesystem::path& path) {
+  const fs::file_type type = type_of(path);
+  if (type == fs::file_type::not_found) {
+    throw InputError(
+        detail::concat(path.string(), ": not found, expected a text file or a directory of them"));
+  }
+  if (type == fs::file_type::regular) return {path};
+  if (type != fs::file_type::directory) refuse_kind(path, type);
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path entry = it->path();
+    if (left_out(entry)) continue;
+    const fs::file_type entry_type = type_of(entry);
+    if (entry_type == fs::file_type::directory) continue;
+    if (entry_type != fs::file_type::regular) refuse_kind(entry, entry_type);
+    files.push_back(entry);
+  }
+  if (ec) throw InputError(detail::concat(path.string(), ": cannot list (", ec.message(), ")"));
+  // Byte order of the names, whatever order the file system lists them in.
+  std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+    return a.filename().string() < b.filename().string();
+  });
+  return files;
+}
+
+TextCorpus read_text_corpus(const std::filesystem::path& path, std::uint64_t max_bytes) {
+  TextCorpus corpus;
+  corpus.name = path.string();
+  corpus.files = corpus_files(path);
+  for (const fs::path& file : corpus.files) {
+    // Plain files say their size: refuse a huge one before reading a byte of it.
+    std::error_code ec;
+    const std::uintmax_t size = fs::file_size(file, ec);
+    if (!ec && size > max_bytes) too_large(corpus.name, max_bytes);
+    append_file(corpus.text, file, corpus.name, max_bytes);
+  }
+  if (corpus.text.empty()) {
+    throw InputError(detail::concat(corpus.name, ": empty text corpus (", corpus.files.size(),
+                                    " file(s) read, no bytes)"));
+  }
+  return corpus;
 }
 
 }  // namespace noeira::io

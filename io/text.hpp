@@ -1,6 +1,17 @@
 #pragma once
-// Plain text as character-level tokens (bytes), for a small GPT: the vocabulary is the sorted set
-// of distinct bytes in the file, a token id is a byte's index in it.
+// A plain-text corpus as bytes, for language modelling: one file, or the text files of one
+// directory concatenated in a fixed order, so that the corpus (and with it the split, the
+// vocabulary and every training window) is the same on every machine. Tokenizing is
+// train/tokenizer.hpp's; this file only reads.
+//
+// A directory contributes its regular files (symbolic links to them included) in the byte order
+// of their names, each read once, as they are, with nothing between them. Left out:
+//   - `*.dat` (the fortune program's random-access indexes: binary),
+//   - `*.u8` (in Debian's fortunes package, links to the file without the suffix: a second copy),
+//   - names starting with '.' (editor and system files),
+//   - subdirectories (not descended into: the corpus is what the directory itself holds).
+// Anything else that is not a regular file (a FIFO, a socket, a device) is refused: reading it
+// would block or never end. Files may be gzip-compressed (read through zlib) or plain.
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -8,16 +19,27 @@
 
 namespace noeira::io {
 
-struct TextTokens {
-  std::vector<std::uint8_t> vocab;  // sorted distinct bytes; id i stands for vocab[i]
-  std::vector<std::int32_t> ids;    // one per byte of the file
+// The largest corpus the reader takes: the whole text lives in memory, and then again as
+// 4-byte token ids on the host and on the device. A corpus past this wants a streaming reader.
+inline constexpr std::uint64_t kMaxCorpusBytes = std::uint64_t{1} << 30;  // 1 GiB
 
-  std::int64_t vocab_size() const { return static_cast<std::int64_t>(vocab.size()); }
-  // The bytes of the ids, for printing samples; an id outside the vocabulary is an InputError.
-  std::string decode(const std::vector<std::int32_t>& ids) const;
+// Debian's `fortunes` package (about 2.6 MB of English once each file is read once).
+std::filesystem::path default_text_corpus();
+
+struct TextCorpus {
+  std::string name;                          // the path given, for messages
+  std::vector<std::filesystem::path> files;  // what was read, in order
+  std::string text;                          // the bytes of every file, concatenated
 };
 
-// Reads the whole file (gzip or plain). An empty or missing file is an InputError naming it.
-TextTokens read_text_tokens(const std::filesystem::path& file);
+// The files a corpus path stands for, in reading order (the rules above). A path that is neither
+// a regular file nor a directory, and a directory entry that is neither a regular file nor a
+// directory, is an InputError naming it.
+std::vector<std::filesystem::path> corpus_files(const std::filesystem::path& path);
+
+// Reads the corpus. An InputError naming the path for: a missing or unreadable path, the cases
+// of corpus_files, an empty corpus, and a corpus of more than max_bytes bytes.
+TextCorpus read_text_corpus(const std::filesystem::path& path,
+                            std::uint64_t max_bytes = kMaxCorpusBytes);
 
 }  // namespace noeira::io

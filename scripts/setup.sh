@@ -11,7 +11,7 @@ packages=(
   zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
   python3-torch python3-h5py python3-numpy
   slurmctld slurmd slurm-client munge
 )

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "expect_error.hpp"
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "io_test_files.hpp"
@@ -198,21 +199,6 @@ inline void expect_reads_back(const std::filesystem::path& path, const CkptModel
   }
   for (std::size_t i = 0; i < model.tensors.size(); ++i) {
     EXPECT_EQ(bits(rebuilt[i]), bits(model.tensors[i].values)) << model.tensors[i].name;
-  }
-}
-
-// Runs f, expects an exception of type E whose one-line message contains every fragment.
-template <class E, class F>
-void expect_error(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an exception";
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    for (const std::string& frag : fragments) {
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg << "\nmissing: " << frag;
-    }
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
   }
 }
 

@@ -10,7 +10,7 @@
 
 #include "io/cifar.hpp"
 #include "io/idx.hpp"
-#include "io/text.hpp"
+#include "expect_error.hpp"
 #include "io_test_files.hpp"
 #include "kernels/error.hpp"
 #include "train/dataset.hpp"
@@ -19,25 +19,11 @@ namespace noeira {
 namespace {
 
 using testing::TempDir;
+using testing::expect_input_error;
 using testing::idx_images_bytes;
 using testing::idx_labels_bytes;
 using testing::pattern;
 using testing::write_bytes;
-
-// Runs f, expects an InputError, and checks that its message contains every fragment.
-template <class F>
-void expect_input_error(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an InputError";
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    for (const std::string& frag : fragments) {
-      EXPECT_NE(msg.find(frag), std::string::npos) << "message: " << msg << "\nmissing: " << frag;
-    }
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << "not one line: " << msg;
-  }
-}
 
 class IdxReader : public ::testing::TestWithParam<bool> {};  // parameter: gzip
 
@@ -230,44 +216,6 @@ TEST(CifarDataset, LoadsTrainAndTestSplits) {
   std::filesystem::remove(dir / "data_batch_3.bin");
   expect_input_error([&] { load_dataset(DatasetKind::Cifar10, dir.path(), Split::Train); },
                      {(dir / "data_batch_3.bin").string(), "not found"});
-}
-
-class TextReader : public ::testing::TestWithParam<bool> {};
-
-TEST_P(TextReader, VocabularyIsSortedDistinctBytes) {
-  TempDir dir;
-  const std::string text = "hello, world\n";
-  write_bytes(dir / "t.txt", std::vector<std::uint8_t>(text.begin(), text.end()), GetParam());
-  const io::TextTokens tok = io::read_text_tokens(dir / "t.txt");
-  const std::string vocab(tok.vocab.begin(), tok.vocab.end());
-  EXPECT_EQ(vocab, "\n ,dehlorw");
-  ASSERT_EQ(tok.ids.size(), text.size());
-  EXPECT_EQ(tok.ids[0], 5);  // 'h'
-  EXPECT_EQ(tok.ids[2], 6);  // 'l'
-  EXPECT_EQ(tok.decode(tok.ids), text);
-  EXPECT_THROW(tok.decode({10}), InputError);
-}
-
-TEST_P(TextReader, EmptyAndMissingFilesAreErrors) {
-  TempDir dir;
-  write_bytes(dir / "empty.txt", {}, GetParam());
-  expect_input_error([&] { io::read_text_tokens(dir / "empty.txt"); },
-                     {(dir / "empty.txt").string(), "empty"});
-  expect_input_error([&] { io::read_text_tokens(dir / "nope.txt"); },
-                     {(dir / "nope.txt").string(), "not found"});
-}
-
-INSTANTIATE_TEST_SUITE_P(PlainAndGzip, TextReader, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "gzip" : "plain"; });
-
-TEST(TextReader, TruncatedGzipIsAnError) {
-  TempDir dir;
-  std::string text(5000, 'a');
-  for (std::size_t i = 0; i < text.size(); ++i) text[i] = static_cast<char>('a' + (i * 7) % 26);
-  write_bytes(dir / "t.gz", std::vector<std::uint8_t>(text.begin(), text.end()), true);
-  const auto size = std::filesystem::file_size(dir / "t.gz");
-  std::filesystem::resize_file(dir / "t.gz", size - 12);  // cut the trailer and some data
-  expect_input_error([&] { io::read_text_tokens(dir / "t.gz"); }, {(dir / "t.gz").string()});
 }
 
 // The real data set, when installed (Debian's dataset-fashion-mnist).

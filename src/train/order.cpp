@@ -10,14 +10,15 @@ namespace {
 // and dropout's.
 constexpr std::uint64_t kOrderStream = 0x6f72646572000000ull;  // "order"
 
-// Uniform integer in [0, bound): a 64-bit draw scaled by multiply-high. The bias is below
-// bound / 2^64, far below anything a data order can show.
 std::uint64_t below(std::uint64_t seed, std::int64_t epoch, std::uint64_t i, std::uint64_t bound) {
-  const philox::Block b = philox::at(seed, kOrderStream + static_cast<std::uint64_t>(epoch), i);
-  const std::uint64_t x = (std::uint64_t{b.v[0]} << 32) | b.v[1];
-  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(x) * bound) >> 64);
+  return draw_below(philox::at(seed, kOrderStream + static_cast<std::uint64_t>(epoch), i), bound);
 }
 }  // namespace
+
+std::uint64_t draw_below(const philox::Block& random, std::uint64_t bound) {
+  const std::uint64_t bits = (std::uint64_t{random.v[0]} << 32) | random.v[1];
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(bits) * bound) >> 64);
+}
 
 std::vector<std::int32_t> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t n) {
   NOEIRA_CHECK(n >= 0 && n <= INT32_MAX, "epoch_order: sample count ", n, " out of range");

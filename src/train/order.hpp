@@ -5,11 +5,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/philox.hpp"
+
 namespace noeira {
 
 // A permutation of 0..n-1: Fisher-Yates driven by Philox at counter (epoch, i), so the result is
 // the same on every platform and standard library (std::shuffle's is implementation-defined).
 std::vector<std::int32_t> epoch_order(std::uint64_t seed, std::int64_t epoch, std::int64_t n);
+
+// A uniform integer in [0, bound) from a Philox block's first 64 bits, by multiply-high: the
+// bias is below bound / 2^64, far below anything a data order or a window draw can show. The
+// data draws (epoch orders here, text windows in train/text_windows.hpp) share it.
+std::uint64_t draw_below(const philox::Block& random, std::uint64_t bound);
 
 // Rows [begin, end) of a batch.
 struct RowRange {

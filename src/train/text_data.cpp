@@ -1,0 +1,38 @@
+#include "train/text_data.hpp"
+
+#include "io/text.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira {
+
+TextData make_text_data(std::string name, std::string_view corpus, TokenizerKind kind) {
+  try {
+    const std::int64_t tokens = Tokenizer::count_tokens(kind, corpus);
+    const std::int64_t train_tokens = tokens * kTrainPercent / 100;
+    if (train_tokens == 0 || train_tokens == tokens) {
+      throw InputError(detail::concat("a corpus of ", tokens, " ", to_string(kind),
+                                      " tokens is too short to split ", kTrainPercent, "/",
+                                      100 - kTrainPercent, " into training and validation text"));
+    }
+    const std::size_t cut = Tokenizer::token_offset(kind, corpus, train_tokens);
+    const std::string_view train_text = corpus.substr(0, cut);
+    const std::string_view validation_text = corpus.substr(cut);
+    Tokenizer tokenizer = Tokenizer::build(kind, train_text);
+    TextData data{name, tokenizer, tokenizer.encode(train_text), tokenizer.encode(validation_text),
+                  0};
+    for (std::int32_t id : data.validation) {
+      if (kind == TokenizerKind::Char && id == Tokenizer::kUnknownId) ++data.unknown_validation;
+    }
+    return data;
+  } catch (const InputError& e) {
+    // The tokenizer's messages (invalid UTF-8 at byte N: a corpus offset) do not know the path.
+    throw InputError(detail::concat(name, ": ", e.what()));
+  }
+}
+
+TextData load_text_data(const std::filesystem::path& path, TokenizerKind kind) {
+  const io::TextCorpus corpus = io::read_text_corpus(path);
+  return make_text_data(corpus.name, corpus.text, kind);
+}
+
+}  // namespace noeira

@@ -1,0 +1,113 @@
+#include "train/text_windows.hpp"
+
+#include "kernels/error.hpp"
+#include "kernels/philox.hpp"
+#include "train/order.hpp"
+
+namespace noeira {
+
+ResidentTokens make_resident_tokens(std::string name, std::span<const std::int32_t> ids,
+                                    std::int64_t vocab_size, Target target) {
+  // Starts and token indices are int32 on the device (gather_rows' index type).
+  if (ids.size() > static_cast<std::size_t>(INT32_MAX)) {
+    throw InputError(detail::concat(name, ": ", ids.size(), " tokens, more than the ", INT32_MAX,
+                                    " a split may hold"));
+  }
+  // The one check of the ids: the gathers and the embedding on a device never see an id that
+  // was not checked here.
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= vocab_size) {
+      throw InputError(detail::concat(name, ": token id ", ids[i], " at position ", i,
+                                      " is outside the vocabulary [0, ", vocab_size, ")"));
+    }
+  }
+  ResidentTokens out;
+  out.name = std::move(name);
+  out.count = static_cast<std::int64_t>(ids.size());
+  out.vocab_size = vocab_size;
+  out.ids = Tensor::from_host_ids({out.count}, ids, target);
+  return out;
+}
+
+ResidentText make_resident_text(const TextData& data, Target target) {
+  const std::int64_t vocab = data.tokenizer.vocab_size();
+  return ResidentText{
+      make_resident_tokens(data.name + "/train", data.train, vocab, target),
+      make_resident_tokens(data.name + "/validation", data.validation, vocab, target)};
+}
+
+std::int64_t window_start(std::uint64_t seed, WindowStream stream, std::int64_t step,
+                          std::int64_t row, std::int64_t tokens, std::int64_t block) {
+  NOEIRA_CHECK(block > 0 && tokens > block, "window_start: windows of ", block + 1,
+               " tokens need more than ", tokens);
+  NOEIRA_CHECK(step >= 0 && step <= UINT32_MAX && row >= 0, "window_start: step ", step, " row ",
+               row);
+  // Counter (row, step, stream): the stream word keeps these draws apart from dropout's, whose
+  // counter has the step there and zero above it, and from the epoch orders' "orde" word.
+  const std::uint64_t counter_high =
+      (std::uint64_t{static_cast<std::uint32_t>(stream)} << 32) | static_cast<std::uint64_t>(step);
+  const philox::Block random = philox::at(seed, counter_high, static_cast<std::uint64_t>(row));
+  return static_cast<std::int64_t>(draw_below(random, static_cast<std::uint64_t>(tokens - block)));
+}
+
+std::vector<std::int32_t> window_starts(std::uint64_t seed, WindowStream stream,
+                                        std::int64_t first_step, std::int64_t steps,
+                                        std::int64_t batch, std::int64_t tokens,
+                                        std::int64_t block) {
+  NOEIRA_CHECK(steps >= 0 && batch >= 0, "window_starts: ", steps, " batches of ", batch);
+  NOEIRA_CHECK(tokens <= INT32_MAX, "window_starts: ", tokens, " tokens exceed int32 starts");
+  std::vector<std::int32_t> starts(static_cast<std::size_t>(steps * batch));
+  for (std::int64_t s = 0; s < steps; ++s) {
+    for (std::int64_t r = 0; r < batch; ++r) {
+      starts[static_cast<std::size_t>(s * batch + r)] =
+          static_cast<std::int32_t>(window_start(seed, stream, first_step + s, r, tokens, block));
+    }
+  }
+  return starts;
+}
+
+WindowGather::WindowGather(std::int64_t max_rows, std::int64_t block, Target target)
+    : max_rows_(max_rows), block_(block) {
+  NOEIRA_CHECK(max_rows > 0 && block > 0 && max_rows * block <= INT32_MAX,
+               "WindowGather: ", max_rows, " windows of ", block, " tokens");
+  const std::int64_t n = max_rows * block;
+  std::vector<std::int32_t> row(static_cast<std::size_t>(n)), position(row.size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    row[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i / block);
+    position[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i % block);
+  }
+  row_ = Tensor::from_host_ids({n}, row, target);
+  position_ = Tensor::from_host_ids({n}, position, target);
+  index_ = Tensor({n}, target, DType::I32);
+}
+
+void WindowGather::gather(WindowBatch& out, const ResidentTokens& tokens, const Tensor& starts,
+                          std::int64_t first, std::int64_t rows, Stream stream) {
+  const Target target = tokens.ids.target();
+  NOEIRA_CHECK(rows > 0 && rows <= max_rows_, "WindowGather: ", rows, " windows, at most ",
+               max_rows_);
+  NOEIRA_CHECK(first >= 0 && first + rows <= starts.numel(), "WindowGather: starts [", first, ", ",
+               first + rows, ") outside the ", starts.numel(), " starts of ", tokens.name);
+  NOEIRA_CHECK(starts.target() == target && row_.target() == target,
+               "WindowGather: the starts or tables of ", tokens.name,
+               " are on another target than its tokens");
+  NOEIRA_CHECK(tokens.count > block_, tokens.name, ": ", tokens.count,
+               " tokens, too few for a window of ", block_ + 1);
+  const std::int64_t n = rows * block_;
+  if (out.ids.rank() != 2 || out.ids.dim(0) != rows || out.ids.dim(1) != block_) {
+    out.ids.resize({rows, block_}, target);
+  }
+  if (out.targets.numel() != n) out.targets.resize({n}, target);
+  const KernelTable& k = kernels_for(target);
+  std::int32_t* index = index_.ids();
+  // index[b·block + t] = starts[first + b] + t: broadcast each start over its window's
+  // positions (a gather of row b of the starts), then add the position.
+  k.gather_rows(stream, index, row_.ids(), starts.ids() + first, n, 1, rows);
+  k.accumulate_typed(stream, DType::I32, index, position_.ids(), n);
+  // Inputs from the tokens, targets from the tokens one further on: with every start below
+  // count - block, index + 1 stays inside the split, so the gathers never poison a row.
+  k.gather_rows(stream, out.ids.ids(), index, tokens.ids.ids(), n, 1, tokens.count);
+  k.gather_rows(stream, out.targets.ids(), index, tokens.ids.ids() + 1, n, 1, tokens.count - 1);
+}
+
+}  // namespace noeira

@@ -1,0 +1,86 @@
+#pragma once
+// Text to token ids and back, for language modelling. Two kinds:
+//
+//   char  one token per Unicode code point of UTF-8 text. The vocabulary is built from the
+//         training text: id 0 is reserved for a character the vocabulary does not hold (a
+//         validation or prompt character absent from the training text; it decodes as U+FFFD),
+//         ids 1..n are the distinct code points of the training text in ascending order. Text
+//         that is not valid UTF-8 is an InputError (use `byte` for such a corpus).
+//   byte  one token per byte, id = the byte's value: 256 ids, nothing unknown, any bytes.
+//
+// Code points rather than bytes for `char`: a UTF-8 character of two or three bytes is one token
+// that decodes to a whole character, so generated text is always valid UTF-8, and the vocabulary
+// of an English corpus stays about the size of its character set (113 for the fortunes corpus).
+//
+// The serialized form (to_text / from_text) is small ASCII text, stored with model.h5 and the
+// checkpoint so that generation decodes without the corpus:
+//
+//   noeira-tokenizer 1\n
+//   byte\n                              (kind byte: nothing else follows)
+// or
+//   noeira-tokenizer 1\n
+//   char <n>\n                          (n code points; the vocabulary has n + 1 ids)
+//   <cp1> <cp2> ... <cpn>\n             (lower-case hex, strictly ascending, space-separated)
+//
+// from_text accepts exactly this form: anything else (another header or version, a count that
+// does not match, a code point that is not a Unicode scalar value, a repeat or a wrong order,
+// bytes after the end) is a one-line InputError saying what is wrong.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/names.hpp"
+
+namespace noeira {
+
+enum class TokenizerKind : std::uint8_t { Char, Byte };
+
+inline constexpr NameTable<TokenizerKind, 2> kTokenizerNames{
+    {{{TokenizerKind::Char, "char"}, {TokenizerKind::Byte, "byte"}}}, "tokenizer"};
+
+std::string_view to_string(TokenizerKind kind);
+TokenizerKind parse_tokenizer_kind(std::string_view name);
+
+class Tokenizer {
+ public:
+  // The char tokenizer's id for a character outside its vocabulary.
+  static constexpr std::int32_t kUnknownId = 0;
+
+  // The tokenizer of `kind` for this training text (the byte tokenizer ignores the text).
+  static Tokenizer build(TokenizerKind kind, std::string_view training_text);
+  static Tokenizer bytes();
+  // Parses to_text's form (the header comment); anything else is an InputError.
+  static Tokenizer from_text(std::string_view text);
+
+  std::string to_text() const;
+
+  TokenizerKind kind() const { return kind_; }
+  std::int64_t vocab_size() const;
+
+  // Ids of `text` (char: characters outside the vocabulary become kUnknownId; invalid UTF-8 is
+  // an InputError giving its byte offset).
+  std::vector<std::int32_t> encode(std::string_view text) const;
+  // The text of `ids`; an id outside [0, vocab_size()) is an InputError naming it.
+  std::string decode(std::span<const std::int32_t> ids) const;
+
+  // Tokens in `text` (bytes, or code points for char; invalid UTF-8 is then an InputError),
+  // and the byte offset of token k: where a train / validation split cuts the text without
+  // cutting a character.
+  static std::int64_t count_tokens(TokenizerKind kind, std::string_view text);
+  static std::size_t token_offset(TokenizerKind kind, std::string_view text, std::int64_t k);
+
+  bool operator==(const Tokenizer&) const = default;
+
+ private:
+  Tokenizer(TokenizerKind kind, std::vector<char32_t> code_points)
+      : kind_(kind), code_points_(std::move(code_points)) {}
+  // The id of a code point (kUnknownId when absent).
+  std::int32_t id_of(char32_t c) const;
+
+  TokenizerKind kind_;
+  std::vector<char32_t> code_points_;  // char: id i + 1 is code_points_[i], ascending; byte: empty
+};
+
+}  // namespace noeira
