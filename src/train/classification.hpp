@@ -12,6 +12,7 @@
 #include "loss/accuracy.hpp"
 #include "loss/cross_entropy.hpp"
 #include "train/batch.hpp"
+#include "train/metrics.hpp"
 #include "train/task.hpp"
 
 namespace noeira {
@@ -25,6 +26,8 @@ class ClassificationTask {
   std::int64_t periods() const { return epochs_; }
   std::int64_t steps_per_period() const { return steps_per_epoch(batch_size_, train_.count); }
   std::int64_t period_targets() const { return train_.count; }
+  std::int64_t targets_per_sample() const { return 1; }
+  RecordLabels labels() const { return {}; }
   std::int64_t train_samples() const { return train_.count; }
 
   // Uploads the epoch's sample order: every batch of the epoch is then a gather on the target.

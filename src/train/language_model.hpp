@@ -25,6 +25,7 @@
 #include "distributed/units.hpp"
 #include "loss/cross_entropy.hpp"
 #include "train/batch.hpp"
+#include "train/metrics.hpp"
 #include "train/task.hpp"
 #include "train/text_windows.hpp"
 
@@ -52,6 +53,11 @@ class LanguageModelTask {
   std::int64_t periods() const { return options_.steps / options_.eval_every; }
   std::int64_t steps_per_period() const { return options_.eval_every; }
   std::int64_t period_targets() const { return options_.eval_every * tokens_per_batch(); }
+  std::int64_t targets_per_sample() const { return options_.block; }
+  RecordLabels labels() const {
+    return {"eval", "val", "tokens_per_s", "tokens/s", static_cast<double>(options_.block),
+            "train_time_s"};
+  }
   // The training split's tokens: what a resumed run checks it trains on the same text.
   std::int64_t train_samples() const { return train_.count; }
   std::int64_t tokens_per_batch() const { return options_.batch * options_.block; }

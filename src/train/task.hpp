@@ -9,6 +9,8 @@
 //
 //   std::int64_t periods() const;  std::int64_t steps_per_period() const;
 //   std::int64_t period_targets() const;   // loss terms per period (the period loss's divisor)
+//   std::int64_t targets_per_sample() const;  // loss terms per sample (a window's tokens)
+//   RecordLabels labels() const;           // how its records name periods, split, throughput
 //   std::int64_t train_samples() const;    // the size a checkpoint checks a resume against
 //   void begin_period(std::int64_t period, Target target);
 //   // This rank's share of global step s of the current period, gathered on ctx.target;

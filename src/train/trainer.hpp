@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/module.hpp"
@@ -144,11 +145,13 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
         const double window_loss = dist::sum_over_ranks(group, sums.window());
         if (reporter) {
           StepRecord r;
+          r.labels = task.labels();
           r.epoch = period + 1;
           r.step = at.step;
           r.epoch_step = s + 1;
           r.steps_per_epoch = steps;
-          r.loss = window_loss / static_cast<double>(at.window_samples);
+          r.loss = window_loss /
+                   static_cast<double>(at.window_samples * task.targets_per_sample());
           r.lr = lr;
           r.grad_norm = grad_norm;
           r.samples_per_s = static_cast<double>(at.window_samples) / seconds_since(window_start);
@@ -188,6 +191,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
     const EvalResult eval = task.evaluate(model, ctx, &policy);
 
     EpochRecord r;
+    r.labels = task.labels();
     r.epoch = period + 1;
     r.epochs = periods;
     r.step = at.step;
