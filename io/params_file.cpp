@@ -41,7 +41,8 @@ h5::Handle open_for_reading(const std::filesystem::path& file) {
 }  // namespace
 
 void save_params(const std::filesystem::path& file, std::string_view model,
-                 const Signature& signature, std::span<const float> values) {
+                 const Signature& signature, std::span<const float> values,
+                 const std::map<std::string, std::string>& attributes) {
   std::int64_t total = 0;
   for (const SignatureEntry& e : signature) total += shape_numel(e.shape);
   NOEIRA_CHECK(total == static_cast<std::int64_t>(values.size()), file.string(), ": ",
@@ -56,6 +57,9 @@ void save_params(const std::filesystem::path& file, std::string_view model,
     h5::write_string_attr(f.get(), "format", kFormat, tmp);
     h5::write_i64_attr(f.get(), "format_version", kParamsFormatVersion, tmp);
     h5::write_string_attr(f.get(), "model", model, tmp);
+    for (const auto& [name, value] : attributes) {
+      h5::write_string_attr(f.get(), name.c_str(), value, tmp);
+    }
     // "params/0.weight/val" needs its groups: let HDF5 create them on the way.
     h5::Handle lcpl(NOEIRA_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), tmp), H5Pclose);
     NOEIRA_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), tmp);
@@ -84,6 +88,14 @@ void save_params(const std::filesystem::path& file, std::string_view model,
     throw InputError(detail::concat(file.string(), ": cannot move the written file into place (",
                                     ec.message(), ")"));
   }
+}
+
+std::optional<std::string> read_params_attribute(const std::filesystem::path& file,
+                                                 const std::string& name) {
+  h5::Lock held = h5::lock();
+  h5::Handle f = open_for_reading(file);
+  if (!h5::has_attr(f.get(), name.c_str(), file)) return std::nullopt;
+  return h5::read_string_attr(f.get(), name.c_str(), file, "the root group");
 }
 
 std::string read_params_model(const std::filesystem::path& file) {

@@ -4,12 +4,15 @@
 // checkpoint reader understand it:
 //
 //   /                        attributes: format = "noeira-params", format_version = 1,
-//                                        model = "<preset name>"
+//                                        model = "<preset name>", and for a language model
+//                                        vocabulary = its tokenizer (train/tokenizer.hpp)
 //   /params/<dotted.name>/val  float32 dataset with the parameter's shape
 //
 // Dotted names come from the parameter walk ("0.weight", "2.bias").
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,10 +31,18 @@ struct NamedParam {
 };
 
 // Writes the parameters `signature` names (walk order) with their values, concatenated in the
-// same order in host memory (what ShardingPolicy::full_parameters returns). The file is written
-// under "<file>.tmp" and renamed, so a crashed write never leaves a file that looks complete.
+// same order in host memory (what ShardingPolicy::full_parameters returns), and string
+// attributes of the root group beside `model` (a language model's "vocabulary"). The file is
+// written under "<file>.tmp" and renamed, so a crashed write never leaves a file that looks
+// complete.
 void save_params(const std::filesystem::path& file, std::string_view model,
-                 const Signature& signature, std::span<const float> values);
+                 const Signature& signature, std::span<const float> values,
+                 const std::map<std::string, std::string>& attributes = {});
+
+// A string attribute of the root group, if the file has it (InputError when it is not such a
+// file).
+std::optional<std::string> read_params_attribute(const std::filesystem::path& file,
+                                                 const std::string& name);
 
 // The model preset a parameters file was written for (InputError when it is not such a file).
 std::string read_params_model(const std::filesystem::path& file);

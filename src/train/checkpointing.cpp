@@ -93,6 +93,8 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                  {"optimizer", cfg.optimizer},
                  {"schedule", cfg.schedule},
                  {"data", cfg.data}};
+  // A language model's tokenizer travels with it: generation decodes without the corpus.
+  if (!cfg.vocabulary.empty()) meta.labels["vocabulary"] = cfg.vocabulary;
 
   // The writer reads host memory: a policy on the GPU stages its pieces first (all at once; a
   // rank's slice of the state is what it holds anyway, so this at most doubles it briefly).
@@ -167,6 +169,10 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
   same("batch", counter("batch"), static_cast<std::uint64_t>(cfg.batch));
   same("limit-train (training samples)", counter("train_samples"),
        static_cast<std::uint64_t>(train_samples));
+  if (label("vocabulary") != (cfg.vocabulary.empty() ? std::string("?") : cfg.vocabulary)) {
+    throw InputError(detail::concat(where, ": saved with another vocabulary (tokenizer) than this "
+                                           "run's corpus and --tokenizer give"));
+  }
 
   // Values always; m / v when saved (a checkpoint before the first step has none: zeros).
   policy.allocate_optimizer_state(optimizer);

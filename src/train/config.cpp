@@ -13,11 +13,15 @@ LogFormat parse_log_format(std::string_view name) { return kLogFormatNames.parse
 nlohmann::json to_json(const TrainConfig& c) {
   return nlohmann::json{
       {"model", c.model},         {"data", c.data},
-      {"data-dir", c.data_dir},   {"limit-train", c.limit_train},
+      {"data-dir", c.data_dir},   {"text-file", c.text_file},
+      {"tokenizer", c.tokenizer}, {"steps", c.steps},
+      {"eval-every", c.eval_every}, {"eval-batches", c.eval_batches},
+      {"limit-train", c.limit_train},
       {"limit-test", c.limit_test}, {"epochs", c.epochs},
       {"batch", c.batch},         {"eval-batch", c.eval_batch},
       {"optimizer", c.optimizer}, {"lr", c.lr},
-      {"momentum", c.momentum},   {"weight-decay", c.weight_decay},
+      {"momentum", c.momentum},   {"beta1", c.beta1},
+      {"beta2", c.beta2},         {"weight-decay", c.weight_decay},
       {"schedule", c.schedule},   {"warmup", c.warmup},
       {"min-lr", c.min_lr},       {"grad-clip", c.grad_clip},
       {"seed", c.seed},           {"threads", c.threads},
@@ -37,6 +41,8 @@ OptimizerConfig optimizer_config(const TrainConfig& c) {
   o.kind = parse_optimizer_kind(c.optimizer);
   o.lr = static_cast<float>(c.lr);
   o.momentum = static_cast<float>(c.momentum);
+  o.beta1 = static_cast<float>(c.beta1);
+  o.beta2 = static_cast<float>(c.beta2);
   o.weight_decay = static_cast<float>(c.weight_decay);
   return o;
 }
@@ -63,6 +69,9 @@ void validate(const TrainConfig& c) {
     if (!(v >= 0.0)) throw InputError(detail::concat("--", flag, " must be >= 0, got ", v));
   };
   positive(c.epochs, "epochs");
+  positive(c.steps, "steps");
+  positive(c.eval_every, "eval-every");
+  positive(c.eval_batches, "eval-batches");
   positive(c.batch, "batch");
   positive(c.eval_batch, "eval-batch");
   non_negative(static_cast<double>(c.limit_train), "limit-train");

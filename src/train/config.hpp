@@ -24,8 +24,16 @@ LogFormat parse_log_format(std::string_view name);
 
 struct TrainConfig {
   std::string model = "mlp";             // a preset name (train/presets.hpp)
-  std::string data = "fashion-mnist";    // fashion-mnist | mnist | cifar10
+  std::string data = "fashion-mnist";    // fashion-mnist | mnist | cifar10 | text
   std::string data_dir;                  // empty: the data set's default directory
+  // Text (--data text): a corpus file (or data_dir, a directory of text files; neither: the
+  // fortunes package), its tokenizer, and a run of `steps` steps evaluated every `eval_every`
+  // on `eval_batches` batches of validation windows. Epochs do not apply.
+  std::string text_file;
+  std::string tokenizer = "char";        // char | byte
+  std::int64_t steps = 2000;
+  std::int64_t eval_every = 250;
+  std::int64_t eval_batches = 20;
   std::int64_t limit_train = 0;          // > 0: use only the first N training samples
   std::int64_t limit_test = 0;           // > 0: evaluate on the first N test samples only
   std::int64_t epochs = 5;
@@ -34,6 +42,7 @@ struct TrainConfig {
   std::string optimizer = "adam";        // sgd | adam | adamw
   double lr = 1e-3;
   double momentum = 0.0;                 // SGD only
+  double beta1 = 0.9, beta2 = 0.999;     // Adam, AdamW
   double weight_decay = 0.0;
   // Cosine decay to min_lr over the run by default: with Adam at 1e-3 it adds about 1 point of
   // Fashion-MNIST test accuracy after 5 epochs over a constant rate (88.8% vs 87.7%, 3 seeds).
@@ -63,6 +72,9 @@ struct TrainConfig {
   std::int64_t checkpoint_every = 0;
   int keep_last = 3;
   std::string resume;                    // "latest" (of checkpoint_dir) or a checkpoint path
+  // Text: the run's tokenizer (Tokenizer::to_text), set when the corpus is loaded, not by a flag;
+  // stored with the parameters and checkpoints so that generation needs no corpus.
+  std::string vocabulary;
 };
 
 // The JSON form of a configuration, with the command line's option names as keys.
@@ -74,6 +86,9 @@ LrSchedule lr_schedule(const TrainConfig& config, std::int64_t total_steps);
 
 // The target --device names: "cpu" or "cuda"; anything else is an InputError.
 Target parse_device(std::string_view name);
+
+// Whether the run trains a language model on text (--data text) rather than classifying images.
+inline bool is_text(const TrainConfig& config) { return config.data == "text"; }
 
 // Checks the values that are not checked where they are used; InputError naming the option.
 void validate(const TrainConfig& config);

@@ -2,12 +2,14 @@
 // Model presets: a name chosen at run time, a network type fixed at compile time. with_preset()
 // is the one place a name becomes a type: it calls its function with std::type_identity<M> for the
 // preset's model type M, so the trainer is instantiated once per preset.
+#include <concepts>
 #include <cstdint>
 #include <span>
 #include <string_view>
 #include <type_traits>
 
 #include "core/names.hpp"
+#include "nn/gpt.hpp"
 #include "nn/linear.hpp"
 #include "nn/sequential.hpp"
 
@@ -20,7 +22,22 @@ using Mlp = Sequential<LinearReLU<784, 256>, LinearReLU<256, 128>, Linear<128, 1
 using Linear784 = Sequential<Linear<784, 10>>;
 // An MLP for CIFAR-10's 3x32x32 images.
 using MlpCifar = Sequential<LinearReLU<3072, 512>, LinearReLU<512, 256>, Linear<256, 10>>;
+
+// GPTs (nn/gpt.hpp): {vocab, block, layers, heads, width}. The character and byte presets have
+// 256 ids, room for the byte tokenizer and for a character vocabulary of up to 256 (ids the
+// tokenizer never produces only ever receive the softmax's gradient); gpt2-124m is GPT-2's.
+using GptTiny = Gpt<GptShape{256, 16, 2, 2, 32}>;     // for tests
+using GptChar = Gpt<GptShape{256, 64, 4, 4, 128}>;    // nanoGPT's CPU shape
+using GptSmall = Gpt<GptShape{256, 256, 6, 6, 384}>;  // nanoGPT's shakespeare-char shape
+using Gpt2 = Gpt<GptShape{50257, 1024, 12, 12, 768}>;
 }  // namespace presets
+
+// Whether a model reads token ids and predicts the next token (a GPT), rather than classifying.
+template <class M>
+concept LanguageModel = requires {
+  { M::vocab } -> std::convertible_to<std::int64_t>;
+  { M::block } -> std::convertible_to<std::int64_t>;
+};
 
 struct PresetInfo {
   std::string_view name;
@@ -31,6 +48,10 @@ inline constexpr PresetInfo kPresets[] = {
     {"mlp", "784-256-128-10 MLP, fused Linear+ReLU (Fashion-MNIST, MNIST)"},
     {"linear", "784-10 softmax regression (Fashion-MNIST, MNIST)"},
     {"mlp-cifar", "3072-512-256-10 MLP, fused Linear+ReLU (CIFAR-10)"},
+    {"gpt-tiny", "GPT, 2 layers x 2 heads, width 32, block 16, 256 ids (tests; --data text)"},
+    {"gpt-char", "GPT, 4 layers x 4 heads, width 128, block 64, 256 ids (--data text)"},
+    {"gpt-small", "GPT, 6 layers x 6 heads, width 384, block 256, 256 ids (--data text)"},
+    {"gpt2-124m", "GPT-2: 12 layers x 12 heads, width 768, block 1024, 50257 ids (--data text)"},
 };
 
 // Calls f(std::type_identity<M>{}) for the preset's type; an unknown name is an InputError listing
@@ -40,6 +61,10 @@ decltype(auto) with_preset(std::string_view name, F&& f) {
   if (name == "mlp") return f(std::type_identity<presets::Mlp>{});
   if (name == "linear") return f(std::type_identity<presets::Linear784>{});
   if (name == "mlp-cifar") return f(std::type_identity<presets::MlpCifar>{});
+  if (name == "gpt-tiny") return f(std::type_identity<presets::GptTiny>{});
+  if (name == "gpt-char") return f(std::type_identity<presets::GptChar>{});
+  if (name == "gpt-small") return f(std::type_identity<presets::GptSmall>{});
+  if (name == "gpt2-124m") return f(std::type_identity<presets::Gpt2>{});
   std::string known;
   for (const PresetInfo& p : kPresets) known += (known.empty() ? "" : ", ") + std::string(p.name);
   throw_unknown_name("model", name, known);

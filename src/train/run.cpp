@@ -18,39 +18,13 @@
 #include "distributed/sim_process_group.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "io/params_file.hpp"
-#include "train/classification.hpp"
 #include "train/presets.hpp"
+#include "train/run_data.hpp"
+#include "train/saved_model.hpp"
 
 namespace noeira {
 
 namespace {
-
-std::filesystem::path data_dir_of(const TrainConfig& cfg, DatasetKind kind) {
-  return cfg.data_dir.empty() ? default_data_dir(kind) : std::filesystem::path(cfg.data_dir);
-}
-
-template <Module M>
-void check_features(const ResidentData& data, std::string_view model) {
-  if (data.features != M::in_dim) {
-    throw InputError(detail::concat("model '", model, "' takes ", M::in_dim,
-                                    " inputs per sample, but ", data.name, " has ", data.features,
-                                    " (choose a preset for this data set)"));
-  }
-}
-
-template <Module M>
-std::vector<io::NamedParam> named_params(M& model) {
-  std::vector<io::NamedParam> out;
-  for_each_param(model, [&](const std::string& name, Param& p) { out.push_back({name, &p}); });
-  return out;
-}
-
-Init model_init(const TrainConfig& cfg, Target target) {
-  InitSpec spec;
-  spec.kind = InitKind::KaimingNormal;
-  spec.seed = cfg.seed;
-  return Init(target, spec);
-}
 
 void write_config(const std::filesystem::path& file, const TrainConfig& cfg) {
   std::ofstream out(file);
@@ -89,16 +63,15 @@ RunFiles open_run_files(const TrainConfig& cfg, const std::string& out_dir) {
 // One rank's whole run: build the model, hand its parameters to the sharding policy, make the
 // replicas identical, train, and (rank 0) save the final parameters. `files` and `progress` are
 // rank 0's (null elsewhere).
-template <Module M>
-TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
-                        const ResidentData& train_set, const ResidentData& test_set,
+template <Module M, class Run>
+TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const Run& run,
                         Progress* progress, RunFiles* files) {
   // The group's buffers decide where this rank computes (the NCCL group and a simulated world on
   // the GPU: cuda), and the group decides on which stream.
   const dist::RankStream stream(group, group.buffer_target());
   Context ctx = Context::for_target(group.buffer_target(), stream.get());
   ctx.seed = cfg.seed;
-  M model(model_init(cfg, ctx.target));
+  M model(model_init<M>(cfg, ctx.target));
   dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group, ctx,
                               policy_options(cfg));
   // Identical seeds are not enough for identical replicas: rank 0's values win.
@@ -108,7 +81,13 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
   std::ostream null_stream(nullptr);
   Progress quiet(null_stream, null_stream, cfg.log_format, false);
   const std::filesystem::path resume = cfg.resume.empty() ? std::filesystem::path() : resume_path(cfg);
-  ClassificationTask task(train_set, test_set, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed);
+  auto task = [&] {
+    if constexpr (LanguageModel<M>) {
+      return run.task(cfg, M::block);
+    } else {
+      return run.task(cfg);
+    }
+  }();
   const TrainSummary summary =
       train(model, ctx, cfg, task, progress != nullptr ? *progress : quiet,
             files != nullptr && files->metrics ? &*files->metrics : nullptr, policy, resume);
@@ -118,7 +97,8 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
   const std::vector<float> values = policy.full_parameters();
   if (files != nullptr) {
     const std::filesystem::path params_file = files->out / "model.h5";
-    io::save_params(params_file, cfg.model, signature_of(dist::walk_units(model)), values);
+    io::save_params(params_file, cfg.model, signature_of(dist::walk_units(model)), values,
+                    saved_attributes(cfg));
     if (progress != nullptr) {
       progress->note(detail::concat("saved ", params_file.string(), "; metrics in ",
                                     files->metrics->path().string()));
@@ -126,6 +106,8 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group,
   }
   return summary;
 }
+
+}  // namespace
 
 // The device a run asks for, checked before any data is loaded; TF32 set as asked.
 Target run_target(const TrainConfig& cfg) {
@@ -147,6 +129,8 @@ Target run_target(const TrainConfig& cfg) {
   set_allow_tf32(cfg.allow_tf32);
   return target;
 }
+
+namespace {
 
 // Under MPI with --device cuda: this rank's GPU (node-local rank modulo the visible devices), made
 // current before anything is uploaded, so the data and the NCCL group share it. Collective.
@@ -178,9 +162,10 @@ std::string default_out_dir(const TrainConfig& cfg) {
   return detail::concat("runs/", cfg.model, "-", cfg.data, "-", stamp);
 }
 
-TrainOutcome run_train(const TrainConfig& cfg) {
+TrainOutcome run_train(const TrainConfig& given) {
+  TrainConfig cfg = given;
   validate(cfg);
-  const DatasetKind kind = parse_dataset_kind(cfg.data);
+  if (!is_text(cfg)) (void)parse_dataset_kind(cfg.data);
   // Resolve every name before the (slow) data load, so a typo fails at once.
   (void)optimizer_config(cfg);
   (void)parse_schedule_kind(cfg.schedule);
@@ -197,14 +182,17 @@ TrainOutcome run_train(const TrainConfig& cfg) {
   group_options.timeout = dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
 
   return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
-    const std::filesystem::path dir = data_dir_of(cfg, kind);
+    check_preset_suits_data<M>(cfg);
     if (mpi) select_rank_device(target);
-    // Uploaded once, shared by the simulated ranks; the host copies are freed at once.
-    const ResidentData train_set =
-        make_resident(load_dataset(kind, dir, Split::Train, cfg.limit_train), target);
-    const ResidentData test_set =
-        make_resident(load_dataset(kind, dir, Split::Test, cfg.limit_test), target);
-    check_features<M>(train_set, cfg.model);
+    const auto run = [&] {
+      if constexpr (LanguageModel<M>) {
+        TextRun text = load_text_run(cfg, target, M::vocab);
+        cfg.vocabulary = text.tokenizer.to_text();
+        return text;
+      } else {
+        return load_image_run(cfg, target, M::in_dim);
+      }
+    }();
 
     TrainOutcome outcome;
     outcome.out_dir = cfg.out.empty() ? default_out_dir(cfg) : cfg.out;
@@ -212,21 +200,21 @@ TrainOutcome run_train(const TrainConfig& cfg) {
     // under MPI, so job logs stay plain lines.
     Progress progress(std::cout, std::cerr, cfg.log_format, stdout_is_terminal() && !mpi);
     outcome.parameters = [&] {
-      M probe(model_init(cfg, Target::Cpu));
+      M probe(model_init<M>(cfg, Target::Cpu));
       return parameter_count(probe);
     }();
 
     const int all_threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
     auto header = [&](int world, std::string_view backend, int threads) {
-      progress.note(detail::concat(
-          "noeira train: model ", cfg.model, " (", outcome.parameters, " parameters), ", cfg.data,
-          " ", train_set.count, " train / ", test_set.count, " test samples from ", dir.string()));
+      progress.note(detail::concat("noeira train: model ", cfg.model, " (", outcome.parameters,
+                                   " parameters), ", run.describe(cfg)));
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
                                    "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
                                    ", policy ", cfg.policy, ", threads per rank ", threads));
-      progress.note(detail::concat("  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (",
-                                   cfg.schedule, "), batch ", cfg.batch, ", epochs ", cfg.epochs,
-                                   ", seed ", cfg.seed, ", output ", outcome.out_dir));
+      progress.note(detail::concat(
+          "  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (", cfg.schedule, "), batch ",
+          cfg.batch, is_text(cfg) ? ", steps " : ", epochs ", is_text(cfg) ? cfg.steps : cfg.epochs,
+          ", seed ", cfg.seed, ", output ", outcome.out_dir));
     };
 
     if (mpi) {
@@ -239,8 +227,7 @@ TrainOutcome run_train(const TrainConfig& cfg) {
         header(group->size(), group->backend(), omp_get_max_threads());
       }
       const TrainSummary summary =
-          train_rank<M>(cfg, *group, train_set, test_set, files ? &progress : nullptr,
-                        files ? &*files : nullptr);
+          train_rank<M>(cfg, *group, run, files ? &progress : nullptr, files ? &*files : nullptr);
       // Every rank returns its summary: the stop signal and the checkpoint are valid on all,
       // so every process of a stopped job exits "to be resumed".
       outcome.summary = summary;
@@ -261,59 +248,12 @@ TrainOutcome run_train(const TrainConfig& cfg) {
         [&](dist::ProcessGroup& group) {
           omp_set_num_threads(threads);  // per thread: each rank gets its share of the cores
           const bool zero = group.rank() == 0;
-          const TrainSummary summary = train_rank<M>(cfg, group, train_set, test_set,
-                                                     zero ? &progress : nullptr,
+          const TrainSummary summary = train_rank<M>(cfg, group, run, zero ? &progress : nullptr,
                                                      zero ? &files : nullptr);
           if (zero) outcome.summary = summary;
         },
         group_options, target);
     return outcome;
-  });
-}
-
-EvalResult run_eval(const TrainConfig& cfg) {
-  const bool from_checkpoint = !cfg.eval_checkpoint.empty();
-  if (cfg.params.empty() == !from_checkpoint) {
-    throw InputError(
-        "eval needs one of --params <file> (e.g. runs/<run>/model.h5) or --checkpoint <path>");
-  }
-  if (!(cfg.eval_batch > 0)) {
-    throw InputError(detail::concat("--eval-batch must be positive, got ", cfg.eval_batch));
-  }
-  const DatasetKind kind = parse_dataset_kind(cfg.data);
-  const Target target = run_target(cfg);
-  std::optional<io::CheckpointReader> ckpt;
-  if (from_checkpoint) ckpt.emplace(io::CheckpointReader::open(cfg.eval_checkpoint));
-  auto checkpoint_model = [&] {
-    const auto it = ckpt->meta().labels.find("model");
-    if (it == ckpt->meta().labels.end()) {
-      throw InputError(detail::concat(ckpt->dir().string(),
-                                      ": the checkpoint names no model; pass --model"));
-    }
-    return it->second;
-  };
-  const std::string stored =
-      from_checkpoint ? checkpoint_model() : io::read_params_model(cfg.params);
-  const std::string model_name = cfg.model.empty() ? stored : cfg.model;
-  return with_preset(model_name, [&]<class M>(std::type_identity<M>) {
-    const ResidentData test_set = make_resident(
-        load_dataset(kind, data_dir_of(cfg, kind), Split::Test, cfg.limit_test), target);
-    check_features<M>(test_set, model_name);
-    Context ctx = Context::for_target(target);
-    M model(model_init(cfg, ctx.target));
-    if (from_checkpoint) {
-      // The logical tensors, whatever world size and policy wrote them.
-      ckpt->check_signature(signature_of(dist::walk_units(model)));
-      std::vector<float> values;
-      for_each_param(model, [&](const std::string& name, Param& p) {
-        values.resize(static_cast<std::size_t>(p.numel()));
-        ckpt->read(io::param_tensor_name(name, "val"), 0, std::span<float>(values));
-        p.val.copy_from(values);
-      });
-    } else {
-      io::load_params(cfg.params, model_name, named_params(model));
-    }
-    return evaluate_classifier(model, ctx, test_set, cfg.eval_batch, nullptr);
   });
 }
 

@@ -19,11 +19,16 @@ struct TrainOutcome {
 // A run stopped by a signal (summary.stop_signal != 0) has written a checkpoint but no model.h5.
 TrainOutcome run_train(const TrainConfig& config);
 
-// Loads <config.params> into the preset (config.model, or the one the file names when empty) and
-// evaluates it on the test split.
+// Loads <config.params> (or the checkpoint config.eval_checkpoint) into the preset (config.model,
+// or the one the file names when empty) and evaluates it on its task's held-out data: the test
+// split of images, or the validation windows of the text corpus (mean loss per token).
 EvalResult run_eval(const TrainConfig& config);
 
 // What the output directory is when --out is not given: runs/<model>-<data>-<YYYYmmdd-HHMMSS>.
 std::string default_out_dir(const TrainConfig& config);
+
+// The device a run asks for (--device), checked before any data is loaded (no GPU, a build
+// without CUDA, --allow-tf32 on the CPU are one-line errors); sets TF32 as asked.
+Target run_target(const TrainConfig& config);
 
 }  // namespace noeira

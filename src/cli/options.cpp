@@ -1,0 +1,223 @@
+#include "cli/options.hpp"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <utility>
+#include <vector>
+
+#include "cli/json_config.hpp"
+#include "distributed/residency.hpp"
+#include "kernels/error.hpp"
+#include "train/dataset.hpp"
+#include "train/presets.hpp"
+#include "train/tokenizer.hpp"
+
+namespace noeira::cli {
+
+namespace {
+
+std::string preset_list() {
+  std::string s;
+  for (const PresetInfo& p : kPresets) {
+    s += "\n    ";
+    s += p.name;
+    s += ": ";
+    s += p.description;
+  }
+  return s;
+}
+
+// Options shared by train and eval.
+void add_common_options(Command& c) {
+  CLI::App& a = *c.app;
+  TrainConfig& t = c.config;
+  a.add_option("--config", c.config_file,
+               "JSON file of options (keys are option names); flags given here override it");
+  std::vector<std::string> data_names = kDatasetNames.names();
+  data_names.push_back("text");
+  a.add_option("--data", t.data,
+               "Data set: images to classify, or text for a language model (a GPT preset)")
+      ->check(CLI::IsMember(data_names));
+  a.add_option("--data-dir", t.data_dir,
+               "Directory of the data set's files (empty: /usr/share/datasets/fashion-mnist, "
+               "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; text: "
+               "a directory of text files, default /usr/share/games/fortunes)");
+  a.add_option("--text-file", t.text_file,
+               "text: one corpus file (e.g. TinyShakespeare's input.txt) instead of --data-dir");
+  a.add_option("--tokenizer", t.tokenizer,
+               "text: char (the training text's characters) or byte (256 ids)")
+      ->check(CLI::IsMember(kTokenizerNames.names()));
+  a.add_option("--limit-test", t.limit_test, "Evaluate on the first N test samples only (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--threads", t.threads, "OpenMP and OpenBLAS threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--device", t.device,
+               "cpu, or cuda: tensors on the GPU (one per MPI rank, NCCL between them; "
+               "--sim-ranks N simulates N ranks on one GPU)")
+      ->check(CLI::IsMember(kDeviceNames.names()));
+  a.add_flag("--allow-tf32", t.allow_tf32,
+             "cuda: TF32 tensor cores for matrix products (faster, 10-bit mantissa inputs)");
+  a.add_option("--log-format", c.log_format,
+               "human: progress bar on a terminal, plain lines otherwise; json: JSON lines on "
+               "stdout")
+      ->check(CLI::IsMember(kLogFormatNames.names()));
+}
+
+// The defaults of a language-model run (--data text), nanoGPT's CPU run of a character-level
+// model: applied to every option the command line and the config file leave unset.
+const std::vector<std::pair<std::string, std::string>>& text_defaults() {
+  static const std::vector<std::pair<std::string, std::string>> defaults = {
+      {"--model", "gpt-char"},     {"--optimizer", "adamw"},      {"--lr", "1e-3"},
+      {"--min-lr", "1e-4"},        {"--warmup", "100"},           {"--beta2", "0.99"},
+      {"--batch", "12"},           {"--weight-decay", "0.1"},     {"--grad-clip", "1"},
+      {"--schedule", "warmup_cosine"}, {"--log-every", "50"},
+  };
+  return defaults;
+}
+
+void set_threads(int threads) {
+  const int n = threads > 0 ? threads : omp_get_num_procs();
+  omp_set_num_threads(n);
+  openblas_set_num_threads(n);
+}
+
+bool given(const CLI::App& app, const std::string& flag) {
+  const CLI::Option* opt = app.get_option_no_throw(flag);
+  return opt != nullptr && opt->count() > 0;
+}
+
+// An option of the other task is a mistake worth saying, not a flag silently ignored.
+void check_task_options(const CLI::App& app, const TrainConfig& t) {
+  const std::vector<std::string> text_only = {"--steps", "--eval-every", "--eval-batches",
+                                              "--text-file", "--tokenizer"};
+  // (eval's --batch and --seed mean text windows; for images they are simply unused)
+  const std::vector<std::string> image_only = {"--epochs", "--limit-train", "--limit-test",
+                                               "--eval-batch"};
+  for (const std::string& flag : is_text(t) ? image_only : text_only) {
+    if (given(app, flag)) {
+      throw InputError(detail::concat(flag, " does not apply to --data ", t.data,
+                                      is_text(t) ? " (a text run is --steps long)"
+                                                 : " (it is for --data text)"));
+    }
+  }
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, Command& c) {
+  c.app = app.add_subcommand(
+      "train",
+      "Train a model preset on a data set. With --data text the defaults are nanoGPT's CPU run "
+      "of a character model: gpt-char, adamw lr 1e-3 to 1e-4 (warmup 100, cosine), beta2 0.99, "
+      "weight decay 0.1, clipping 1.0, batch 12, 2000 steps");
+  CLI::App& a = *c.app;
+  TrainConfig& t = c.config;
+  a.option_defaults()->always_capture_default();
+  a.add_option("--model", t.model,
+               "Model preset (with --data text the default is gpt-char):" + preset_list());
+  add_common_options(c);
+  a.add_option("--steps", t.steps, "text: optimizer steps of the run")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--eval-every", t.eval_every,
+               "text: steps between evaluations of the validation loss (must divide --steps)")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--eval-batches", t.eval_batches,
+               "text: batches of validation windows per evaluation (a fixed set)")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--limit-train", t.limit_train, "Train on the first N samples only (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--epochs", t.epochs, "Passes over the training set")->check(CLI::PositiveNumber);
+  a.add_option("--batch", t.batch, "Global batch size (all ranks together)")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--eval-batch", t.eval_batch, "Batch size of the evaluation")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--optimizer", t.optimizer, "sgd, adam or adamw")
+      ->check(CLI::IsMember(kOptimizerNames.names()));
+  a.add_option("--lr", t.lr, "Base learning rate")->check(CLI::PositiveNumber);
+  a.add_option("--momentum", t.momentum, "SGD momentum (0: none)")->check(CLI::NonNegativeNumber);
+  a.add_option("--beta1", t.beta1, "Adam's first-moment decay")->check(CLI::Range(0.0, 1.0));
+  a.add_option("--beta2", t.beta2, "Adam's second-moment decay")->check(CLI::Range(0.0, 1.0));
+  a.add_option("--weight-decay", t.weight_decay,
+               "Weight decay (L2 for sgd and adam, decoupled for adamw); not on biases")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--schedule", t.schedule, "Learning-rate schedule: constant, warmup, warmup_cosine")
+      ->check(CLI::IsMember(kScheduleNames.names()));
+  a.add_option("--warmup", t.warmup, "Warmup steps (warmup, warmup_cosine)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--min-lr", t.min_lr, "Final learning rate of warmup_cosine")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--grad-clip", t.grad_clip, "Clip gradients to this global norm (0: off)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--seed", t.seed, "Seed of initialization and data order");
+  a.add_option("--out", t.out, "Output directory (empty: runs/<model>-<data>-<date-time>)");
+  a.add_option("--log-every", t.log_every, "Steps between step records (0: epochs only)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--policy", t.policy,
+               "Data-parallel sharding policy: ddp (replicas), zero1 (shard optimizer state), "
+               "zero2 (+ gradients), zero3 (+ parameters)")
+      ->check(CLI::IsMember(dist::kPolicyNames.names()));
+  a.add_option("--sim-ranks", t.sim_ranks,
+               "Simulate N ranks as threads of this process (0: off); under mpirun the ranks are "
+               "the MPI processes")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--bucket-mb", t.bucket_mb, "DDP gradient bucket size in MiB")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--watchdog-timeout", t.watchdog_timeout,
+               "Seconds a collective may wait for the other ranks before the run fails")
+      ->check(CLI::PositiveNumber);
+  a.add_flag("--report-memory", t.report_memory,
+             "Print each rank's parameter, gradient and optimizer memory after the first step");
+  a.add_option("--checkpoint-dir", t.checkpoint_dir,
+               "Directory of rank-sharded checkpoints (empty: none); SIGTERM / SIGUSR1 then save "
+               "one and exit with 75");
+  a.add_option("--checkpoint-every", t.checkpoint_every,
+               "Steps between checkpoints (0: only at the end)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--keep-last", t.keep_last, "Checkpoints kept (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  a.add_option("--resume", t.resume,
+               "Continue from a checkpoint: latest (of --checkpoint-dir) or a path; any number "
+               "of ranks and any policy");
+}
+
+void add_eval_command(CLI::App& app, Command& c) {
+  c.app = app.add_subcommand("eval", "Evaluate saved parameters on a data set's test split");
+  CLI::App& a = *c.app;
+  TrainConfig& t = c.config;
+  t.model.clear();  // eval: the model the parameters file names
+  a.option_defaults()->always_capture_default();
+  a.add_option("--params", t.params, "Parameters file written by train (<out>/model.h5)");
+  a.add_option("--checkpoint", t.eval_checkpoint,
+               "Or a checkpoint: a checkpoint directory (its latest), a step directory");
+  a.add_option("--model", t.model, "Model preset (empty: the one the parameters file names)");
+  add_common_options(c);
+  a.add_option("--eval-batch", t.eval_batch, "Batch size")->check(CLI::PositiveNumber);
+  // A text model's validation set is drawn as in training: the same windows for the same
+  // batch, batches and seed (what the run's config.json holds).
+  a.add_option("--batch", t.batch, "text: validation windows per batch")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--eval-batches", t.eval_batches, "text: batches of validation windows")
+      ->check(CLI::PositiveNumber);
+  a.add_option("--seed", t.seed, "text: seed of the validation windows");
+}
+
+void finish_config(Command& c) {
+  if (!c.config_file.empty()) apply_json_config(*c.app, c.config_file, c.sibling);
+  if (is_text(c.config)) {
+    for (const auto& [flag, value] : text_defaults()) {
+      CLI::Option* opt = c.app->get_option_no_throw(flag);
+      // Eval has fewer options, and its model is the one the file names; given flags win.
+      if (opt == nullptr || opt->count() > 0 || (flag == "--model" && c.app->get_name() == "eval")) {
+        continue;
+      }
+      opt->add_result(value);
+      opt->run_callback();
+    }
+  }
+  check_task_options(*c.app, c.config);
+  c.config.log_format = parse_log_format(c.log_format);
+  set_threads(c.config.threads);
+}
+
+}  // namespace noeira::cli

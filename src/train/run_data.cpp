@@ -1,0 +1,74 @@
+#include "train/run_data.hpp"
+
+#include "io/text.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira {
+
+std::filesystem::path image_dir(const TrainConfig& cfg) {
+  return cfg.data_dir.empty() ? default_data_dir(parse_dataset_kind(cfg.data))
+                              : std::filesystem::path(cfg.data_dir);
+}
+
+std::filesystem::path text_corpus_path(const TrainConfig& cfg) {
+  if (!cfg.text_file.empty()) return cfg.text_file;
+  if (!cfg.data_dir.empty()) return cfg.data_dir;
+  return io::default_text_corpus();
+}
+
+ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t model_inputs,
+                        bool train_split) {
+  const DatasetKind kind = parse_dataset_kind(cfg.data);
+  ImageRun run;
+  run.dir = image_dir(cfg);
+  // Uploaded once, shared by the simulated ranks; the host copies are freed at once.
+  if (train_split) {
+    run.train = make_resident(load_dataset(kind, run.dir, Split::Train, cfg.limit_train), target);
+  }
+  run.test = make_resident(load_dataset(kind, run.dir, Split::Test, cfg.limit_test), target);
+  if (run.test.features != model_inputs) {
+    throw InputError(detail::concat("model '", cfg.model, "' takes ", model_inputs,
+                                    " inputs per sample, but ", run.test.name, " has ",
+                                    run.test.features, " (choose a preset for this data set)"));
+  }
+  return run;
+}
+
+std::string ImageRun::describe(const TrainConfig& cfg) const {
+  return detail::concat(cfg.data, " ", train.count, " train / ", test.count,
+                        " test samples from ", dir.string());
+}
+
+TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {
+  const TextData data = load_text_data(text_corpus_path(cfg), parse_tokenizer_kind(cfg.tokenizer));
+  if (data.tokenizer.vocab_size() > model_vocab) {
+    throw InputError(detail::concat(data.name, ": the ", cfg.tokenizer, " vocabulary has ",
+                                    data.tokenizer.vocab_size(), " ids but model '", cfg.model,
+                                    "' has ", model_vocab, " (try --tokenizer byte)"));
+  }
+  TextRun run;
+  run.name = data.name;
+  run.tokenizer = data.tokenizer;
+  run.unknown_validation = data.unknown_validation;
+  run.text = make_resident_text(data, target);
+  return run;
+}
+
+LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) const {
+  LanguageModelOptions o;
+  o.steps = cfg.steps;
+  o.eval_every = cfg.eval_every;
+  o.eval_batches = cfg.eval_batches;
+  o.batch = cfg.batch;
+  o.block = block;
+  o.seed = cfg.seed;
+  return LanguageModelTask(text.train, text.validation, o);
+}
+
+std::string TextRun::describe(const TrainConfig& cfg) const {
+  return detail::concat("text ", text.train.count, " train / ", text.validation.count,
+                        " validation ", cfg.tokenizer, " tokens (vocabulary ",
+                        tokenizer.vocab_size(), ") from ", name);
+}
+
+}  // namespace noeira

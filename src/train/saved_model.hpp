@@ -1,0 +1,64 @@
+#pragma once
+// A trained model as `noeira eval` and `noeira generate` read it: from a parameters file
+// (<out>/model.h5) or from a checkpoint (its parameter values, whatever world size and policy
+// wrote it), with the preset it names and, for a language model, its vocabulary.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/module.hpp"
+#include "distributed/units.hpp"
+#include "io/checkpoint_reader.hpp"
+#include "io/params_file.hpp"
+#include "train/checkpointing.hpp"
+#include "train/config.hpp"
+
+namespace noeira {
+
+// What a run stores beside the parameters in model.h5: the vocabulary of a language model.
+std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg);
+
+class SavedModel {
+ public:
+  // cfg.params (a model.h5) or cfg.eval_checkpoint (a checkpoint): exactly one of them.
+  static SavedModel open(const TrainConfig& cfg);
+
+  // The preset: cfg.model when given, else the one the file names.
+  const std::string& model() const { return model_; }
+  // The stored vocabulary (Tokenizer::to_text), empty for a classifier.
+  const std::string& vocabulary() const { return vocabulary_; }
+  std::string source() const;  // the path, for messages
+
+  // Fills a freshly built model of the preset with the stored values (names and shapes checked).
+  template <Module M>
+  void load_into(M& model);
+
+ private:
+  std::filesystem::path params_;
+  std::optional<io::CheckpointReader> checkpoint_;
+  std::string model_;
+  std::string vocabulary_;
+};
+
+template <Module M>
+void SavedModel::load_into(M& model) {
+  std::vector<io::NamedParam> params;
+  for_each_param(model, [&](const std::string& name, Param& p) { params.push_back({name, &p}); });
+  if (!checkpoint_) {
+    io::load_params(params_, model_, params);
+    return;
+  }
+  // The logical tensors, whatever world size and policy wrote them.
+  checkpoint_->check_signature(signature_of(dist::walk_units(model)));
+  std::vector<float> values;
+  for (const io::NamedParam& np : params) {
+    values.resize(static_cast<std::size_t>(np.param->numel()));
+    checkpoint_->read(io::param_tensor_name(np.name, "val"), 0, std::span<float>(values));
+    np.param->val.copy_from(values);
+  }
+}
+
+}  // namespace noeira
