@@ -43,24 +43,29 @@ struct RowLossArgs {
 // The word gather_rows writes for an index outside its table: a quiet NaN as a float.
 inline constexpr std::uint32_t kPoisonWord = 0x7FC00000u;
 
+// One operand of a batched matrix product: item (g, i) — item i of group g — is the row-major
+// matrix at data + g · outer_stride + i · stride, its rows ld apart.
+template <class T>
+struct MatrixBatch {
+  T* data = nullptr;
+  std::int64_t ld = 0;
+  std::int64_t stride = 0;
+  std::int64_t outer_stride = 0;
+};
+
 // A batch of row-major matrix products C = alpha · op(A) · op(B) + beta · C, op(A) [m,k],
-// op(B) [k,n], C [m,n], k > 0. The items form `groups` groups of `batch`: item (g, i) of operand X
-// starts at x + g · outer_stride_x + i · stride_x, its rows ldx apart. Two levels, so that
+// op(B) [k,n], C [m,n], k > 0, for `groups` groups of `batch` items. Two levels, so that
 // attention reads the heads of [batch, seq, heads · head_dim] activations in place (group = a
 // sequence, item = a head at stride head_dim) with no permutation. beta = 0 never reads C; the
-// items' C must not overlap.
+// items' C must not overlap (A's and B's may).
 struct BatchedMatmulArgs {
   bool trans_a = false;  // op(A) = Aᵀ: A is stored [k,m]
   bool trans_b = false;  // op(B) = Bᵀ: B is stored [n,k]
   std::int64_t m = 0, n = 0, k = 0;
   float alpha = 1.0f;
   float beta = 0.0f;
-  const float* a = nullptr;
-  std::int64_t lda = 0, stride_a = 0, outer_stride_a = 0;
-  const float* b = nullptr;
-  std::int64_t ldb = 0, stride_b = 0, outer_stride_b = 0;
-  float* c = nullptr;
-  std::int64_t ldc = 0, stride_c = 0, outer_stride_c = 0;
+  MatrixBatch<const float> a, b;
+  MatrixBatch<float> c;
   std::int64_t batch = 1;   // items per group
   std::int64_t groups = 1;  // groups
 };

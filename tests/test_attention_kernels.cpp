@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_util.hpp"
 #include "gradcheck.hpp"
 #include "kernels/kernel_table.hpp"
 
@@ -22,18 +23,18 @@ const KernelTable& cpu() { return kernels_for(Target::Cpu); }
 void reference_matmul(const BatchedMatmulArgs& g, std::vector<float>& c) {
   for (std::int64_t group = 0; group < g.groups; ++group) {
     for (std::int64_t item = 0; item < g.batch; ++item) {
-      const float* a = g.a + group * g.outer_stride_a + item * g.stride_a;
-      const float* b = g.b + group * g.outer_stride_b + item * g.stride_b;
-      const std::int64_t c0 = group * g.outer_stride_c + item * g.stride_c;
+      const float* a = g.a.data + group * g.a.outer_stride + item * g.a.stride;
+      const float* b = g.b.data + group * g.b.outer_stride + item * g.b.stride;
+      const std::int64_t c0 = group * g.c.outer_stride + item * g.c.stride;
       for (std::int64_t i = 0; i < g.m; ++i) {
         for (std::int64_t j = 0; j < g.n; ++j) {
           double s = 0.0;
           for (std::int64_t p = 0; p < g.k; ++p) {
-            const float av = g.trans_a ? a[p * g.lda + i] : a[i * g.lda + p];
-            const float bv = g.trans_b ? b[j * g.ldb + p] : b[p * g.ldb + j];
+            const float av = g.trans_a ? a[p * g.a.ld + i] : a[i * g.a.ld + p];
+            const float bv = g.trans_b ? b[j * g.b.ld + p] : b[p * g.b.ld + j];
             s += static_cast<double>(av) * bv;
           }
-          float& out = c[static_cast<std::size_t>(c0 + i * g.ldc + j)];
+          float& out = c[static_cast<std::size_t>(c0 + i * g.c.ld + j)];
           out = static_cast<float>(g.alpha * s + (g.beta == 0.0f ? 0.0 : g.beta * out));
         }
       }
@@ -41,68 +42,32 @@ void reference_matmul(const BatchedMatmulArgs& g, std::vector<float>& c) {
   }
 }
 
-// Operands laid out as attention lays them: items (heads) `head` floats apart inside rows of
-// `width`, groups (sequences) `rows · width` apart, C dense.
-struct Case {
-  bool ta, tb;
-  std::int64_t m, n, k, batch, groups;
-  float alpha, beta;
-};
-
-void check_case(const Case& t) {
-  SCOPED_TRACE("ta " + std::to_string(t.ta) + " tb " + std::to_string(t.tb) + " m " +
-               std::to_string(t.m) + " n " + std::to_string(t.n) + " k " + std::to_string(t.k) +
-               " batch " + std::to_string(t.batch) + " groups " + std::to_string(t.groups));
-  const std::int64_t a_rows = t.ta ? t.k : t.m, a_cols = t.ta ? t.m : t.k;
-  const std::int64_t b_rows = t.tb ? t.n : t.k, b_cols = t.tb ? t.k : t.n;
-  // Interleaved items: each row holds every item's columns, plus 3 unused ones.
-  const std::int64_t lda = t.batch * a_cols + 3, ldb = t.batch * b_cols + 1;
-  std::vector<float> a = random_values(static_cast<std::size_t>(t.groups * a_rows * lda), 1);
-  std::vector<float> b = random_values(static_cast<std::size_t>(t.groups * b_rows * ldb), 2);
-  const std::int64_t c_item = t.m * t.n + 2;  // a gap between items that must stay untouched
-  std::vector<float> c = random_values(static_cast<std::size_t>(t.groups * t.batch * c_item), 3);
-  BatchedMatmulArgs g;
-  g.trans_a = t.ta;
-  g.trans_b = t.tb;
-  g.m = t.m;
-  g.n = t.n;
-  g.k = t.k;
-  g.alpha = t.alpha;
-  g.beta = t.beta;
-  g.a = a.data();
-  g.lda = lda;
-  g.stride_a = a_cols;
-  g.outer_stride_a = a_rows * lda;
-  g.b = b.data();
-  g.ldb = ldb;
-  g.stride_b = b_cols;
-  g.outer_stride_b = b_rows * ldb;
-  g.ldc = t.n;
-  g.stride_c = c_item;
-  g.outer_stride_c = t.batch * c_item;
-  g.batch = t.batch;
-  g.groups = t.groups;
-  std::vector<float> expected = c;
-  g.c = expected.data();
-  reference_matmul(g, expected);
-  g.c = c.data();
-  cpu().batched_matmul(nullptr, g);
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    EXPECT_NEAR(c[i], expected[i], 1e-5 * (1.0 + std::abs(expected[i]))) << "element " << i;
+void check_case(const testing::MatmulLayout& l) {
+  SCOPED_TRACE(testing::describe(l));
+  testing::MatmulOperands o = testing::matmul_operands(Target::Cpu, l);
+  std::vector<float> expected = o.c.to_vector();
+  reference_matmul(o.args, expected);
+  cpu().batched_matmul(nullptr, o.args);
+  const std::vector<float> got = o.c.to_vector();
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], expected[i], 1e-5 * (1.0 + std::abs(expected[i]))) << "element " << i;
   }
 }
 
 TEST(BatchedMatmul, MatchesLoopsForEveryTransposeAndLayout) {
+  // {ta, tb, m, n, k, batch, groups, head, pad, c_gap, alpha, beta}; C's gaps must stay as
+  // they were.
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
-      check_case({ta, tb, 5, 3, 4, 3, 2, 1.0f, 0.0f});
-      check_case({ta, tb, 1, 7, 2, 1, 1, 0.5f, 0.0f});     // one item
-      check_case({ta, tb, 4, 4, 6, 2, 3, -1.5f, 1.0f});    // accumulate into C
-      check_case({ta, tb, 33, 40, 70, 4, 2, 1.0f, 0.5f});  // larger than a register block
+      check_case({ta, tb, 5, 3, 4, 3, 2, 5, 3, 2, 1.0f, 0.0f});
+      check_case({ta, tb, 1, 7, 2, 1, 1, 7, 0, 0, 0.5f, 0.0f});      // one item
+      check_case({ta, tb, 4, 4, 6, 2, 3, 6, 1, 1, -1.5f, 1.0f});     // accumulate into C
+      check_case({ta, tb, 33, 40, 70, 4, 2, 70, 3, 2, 1.0f, 0.5f});  // beyond a register block
+      check_case({ta, tb, 6, 5, 4, 3, 2, 2, 0, 0, 1.0f, 0.0f});      // items overlapping in A, B
     }
   }
   // Items big enough to take the serial path with OpenBLAS's threads.
-  check_case({false, true, 200, 180, 150, 2, 1, 0.25f, 0.0f});
+  check_case({false, true, 200, 180, 150, 2, 1, 180, 0, 0, 0.25f, 0.0f});
 }
 
 TEST(MaskedSoftmax, EachRowSeesItsVisiblePrefix) {

@@ -4,7 +4,6 @@
 // forward and every gradient. Without a CUDA device every test is skipped.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,59 +33,25 @@ using testing::Tol;
 // Softmax, GEMMs and their gradients in another summation order.
 constexpr Tol kAttention{1e-4, 1e-3};
 
-struct MatmulCase {
-  bool ta, tb;
-  std::int64_t m, n, k, batch, groups, head;  // head: floats between items inside a row
-  float alpha, beta;
-};
-
-// The items of A and B interleaved in rows as attention's heads are (stride `head`), C dense.
-Outputs run_batched_matmul(Target t, const MatmulCase& c) {
-  const std::int64_t a_rows = c.ta ? c.k : c.m, a_cols = c.ta ? c.m : c.k;
-  const std::int64_t b_rows = c.tb ? c.n : c.k, b_cols = c.tb ? c.k : c.n;
-  // Rows long enough for the last item, whose columns may reach past the next item's start.
-  const std::int64_t lda = (c.batch - 1) * c.head + std::max(a_cols, c.head);
-  const std::int64_t ldb = (c.batch - 1) * c.head + std::max(b_cols, c.head);
-  Tensor a = random_on(t, {c.groups * a_rows * lda}, 1);
-  Tensor b = random_on(t, {c.groups * b_rows * ldb}, 2);
-  Tensor out = random_on(t, {c.groups * c.batch * c.m * c.n}, 3);
-  BatchedMatmulArgs g;
-  g.trans_a = c.ta;
-  g.trans_b = c.tb;
-  g.m = c.m;
-  g.n = c.n;
-  g.k = c.k;
-  g.alpha = c.alpha;
-  g.beta = c.beta;
-  g.a = a.data();
-  g.lda = lda;
-  g.stride_a = c.head;
-  g.outer_stride_a = a_rows * lda;
-  g.b = b.data();
-  g.ldb = ldb;
-  g.stride_b = c.head;
-  g.outer_stride_b = b_rows * ldb;
-  g.c = out.data();
-  g.ldc = c.n;
-  g.stride_c = c.m * c.n;
-  g.outer_stride_c = c.batch * c.m * c.n;  // groups continue the batch: one launch on CUDA
-  g.batch = c.batch;
-  g.groups = c.groups;
-  kernels_for(t).batched_matmul(nullptr, g);
-  return Outputs{{"c", out.to_vector()}};
-}
-
 TEST(CudaAttention, BatchedMatmulMatchesCpu) {
   NOEIRA_REQUIRE_GPU();
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
-      // Head strides of 32 (aligned) and 3 floats (12-byte items: the alignment check).
-      for (const MatmulCase& c : {MatmulCase{ta, tb, 17, 9, 32, 4, 3, 32, 0.25f, 0.0f},
-                                  MatmulCase{ta, tb, 5, 7, 3, 2, 2, 3, 1.0f, 1.0f},
-                                  MatmulCase{ta, tb, 64, 64, 64, 6, 2, 64, -1.0f, 0.5f}}) {
-        SCOPED_TRACE("ta " + std::to_string(ta) + " tb " + std::to_string(tb) + " m " +
-                     std::to_string(c.m) + " head " + std::to_string(c.head));
-        expect_same_on_both([&](Target t) { return run_batched_matmul(t, c); }, kGemm);
+      // {ta, tb, m, n, k, batch, groups, head, pad, c_gap, alpha, beta}. Heads 32 floats apart
+      // (aligned), 3 floats apart (12-byte items: the alignment check), and groups that do not
+      // continue the batch's stride (pad, c_gap: one launch per group).
+      for (const testing::MatmulLayout& l :
+           {testing::MatmulLayout{ta, tb, 17, 9, 32, 4, 3, 32, 0, 0, 0.25f, 0.0f},
+            testing::MatmulLayout{ta, tb, 5, 7, 3, 2, 2, 3, 0, 0, 1.0f, 1.0f},
+            testing::MatmulLayout{ta, tb, 64, 64, 64, 6, 2, 64, 8, 4, -1.0f, 0.5f}}) {
+        SCOPED_TRACE(testing::describe(l));
+        expect_same_on_both(
+            [&](Target t) {
+              testing::MatmulOperands o = testing::matmul_operands(t, l);
+              kernels_for(t).batched_matmul(nullptr, o.args);
+              return Outputs{{"c", o.c.to_vector()}};
+            },
+            kGemm);
       }
     }
   }

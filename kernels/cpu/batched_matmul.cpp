@@ -17,6 +17,11 @@ namespace {
 
 int as_blas_int(std::int64_t v) { return static_cast<int>(v); }
 
+template <class T>
+T* item_of(const MatrixBatch<T>& x, std::int64_t group, std::int64_t i) {
+  return x.data + group * x.outer_stride + i * x.stride;
+}
+
 // Items of at most this many multiply-adds (m·n·k) run in parallel over the items.
 // MEASURED_PLACEHOLDER
 constexpr std::int64_t kParallelItemsBelow = std::int64_t{1} << 22;
@@ -33,9 +38,8 @@ void batched_matmul(Stream, const BatchedMatmulArgs& g) {
     const std::int64_t group = index / g.batch;
     const std::int64_t i = index % g.batch;
     cblas_sgemm(CblasRowMajor, ta, tb, as_blas_int(g.m), as_blas_int(g.n), as_blas_int(g.k),
-                g.alpha, g.a + group * g.outer_stride_a + i * g.stride_a, as_blas_int(g.lda),
-                g.b + group * g.outer_stride_b + i * g.stride_b, as_blas_int(g.ldb), g.beta,
-                g.c + group * g.outer_stride_c + i * g.stride_c, as_blas_int(g.ldc));
+                g.alpha, item_of(g.a, group, i), as_blas_int(g.a.ld), item_of(g.b, group, i),
+                as_blas_int(g.b.ld), g.beta, item_of(g.c, group, i), as_blas_int(g.c.ld));
   };
   if (items > 1 && g.m * g.n * g.k <= kParallelItemsBelow) {
 #pragma omp parallel for schedule(static)

@@ -12,6 +12,20 @@
 
 namespace noeira::attention {
 
+// The widths of an attention block over C channels (the base of the blocks, which name them in
+// their public part): Heads query heads of head_dim = C / Heads, KvHeads key and value heads
+// (fewer: grouped-query attention), rows of C in and out.
+template <std::int64_t C, std::int64_t Heads, std::int64_t KvHeads>
+struct HeadSplit {
+  static_assert(Heads > 0 && C % Heads == 0, "attention: Heads must divide C");
+  static_assert(KvHeads > 0 && Heads % KvHeads == 0, "attention: KvHeads must divide Heads");
+  static constexpr std::int64_t in_dim = C;
+  static constexpr std::int64_t out_dim = C;
+  static constexpr std::int64_t head_dim = C / Heads;
+  static constexpr std::int64_t kv_width = KvHeads * head_dim;
+  static constexpr bool grouped = KvHeads < Heads;
+};
+
 // Stands in for a part a configuration does not use (RoPE of odd head dimensions is no type).
 struct Unused {
   explicit Unused(const Init&) {}

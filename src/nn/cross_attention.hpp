@@ -25,18 +25,13 @@
 namespace noeira {
 
 template <std::int64_t C, std::int64_t Heads, std::int64_t Cm = C, std::int64_t KvHeads = Heads>
-class CrossAttention {
-  static_assert(Heads > 0 && C % Heads == 0, "CrossAttention: Heads must divide C");
-  static_assert(KvHeads > 0 && Heads % KvHeads == 0, "CrossAttention: KvHeads must divide Heads");
+class CrossAttention : public attention::HeadSplit<C, Heads, KvHeads> {
+  using Split = attention::HeadSplit<C, Heads, KvHeads>;
 
  public:
+  using Split::grouped, Split::head_dim, Split::in_dim, Split::kv_width, Split::out_dim;
   static constexpr int arity = 2;
-  static constexpr std::int64_t in_dim = C;
   static constexpr std::int64_t memory_dim = Cm;
-  static constexpr std::int64_t out_dim = C;
-  static constexpr std::int64_t head_dim = C / Heads;
-  static constexpr std::int64_t kv_width = KvHeads * head_dim;
-  static constexpr bool grouped = KvHeads < Heads;
 
   explicit CrossAttention(const Init& init)
       : q_(init.named_child("q")), kv_(init.named_child("kv")), repeat_k_(init),
@@ -85,11 +80,7 @@ class CrossAttention {
 
   // The gradient of input i (0: x, 1: memory) from the last vjp.
   const Tensor& input_grad(int i) const {
-    if (!have_grads_ || i < 0 || i > 1) {
-      throw Error(detail::concat("CrossAttention: no gradient of input ", i,
-                                 " (inputs 0..1, after a vjp with InputGrad::Compute)"));
-    }
-    return i == 0 ? dx_ : dmemory_;
+    return attention::pick_input_grad("CrossAttention", have_grads_, i, {&dx_, &dmemory_});
   }
 
   template <class Visitor>

@@ -18,8 +18,8 @@
 // input_grad(1), input_grad(2) return dk and dv. InputGrad::Skip skips all three.
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
-#include <type_traits>
 
 #include "core/module.hpp"
 #include "nn/sequence_shape.hpp"
@@ -39,6 +39,18 @@ struct HeadsView {
 };
 using ConstHeads = HeadsView<const float>;
 using MutHeads = HeadsView<float>;
+
+namespace attention {
+// input_grad(i) of a multi-input leaf: grads[i] of the last vjp, else an error naming the module.
+inline const Tensor& pick_input_grad(std::string_view module, bool have_grads, int i,
+                                     std::initializer_list<const Tensor*> grads) {
+  if (!have_grads || i < 0 || i >= static_cast<int>(grads.size())) {
+    throw Error(detail::concat(module, ": no gradient of input ", i, " (inputs 0..",
+                               grads.size() - 1, ", after a vjp with InputGrad::Compute)"));
+  }
+  return *grads.begin()[i];
+}
+}  // namespace attention
 
 // The view of a dense [batch, seq, width] tensor.
 inline ConstHeads heads_of(const Tensor& t) {
@@ -85,11 +97,8 @@ class ScaledDotProductAttention {
 
   // The gradient of input i (0: q, 1: k, 2: v) from the last vjp.
   const Tensor& input_grad(int i) const {
-    if (!have_grads_ || i < 0 || i > 2) {
-      throw Error(detail::concat("ScaledDotProductAttention: no gradient of input ", i,
-                                 " (inputs 0..2, after a vjp with InputGrad::Compute)"));
-    }
-    return i == 0 ? dq_ : (i == 1 ? dk_ : dv_);
+    return attention::pick_input_grad("ScaledDotProductAttention", have_grads_, i,
+                                      {&dq_, &dk_, &dv_});
   }
 
   template <class Visitor>
@@ -115,7 +124,8 @@ class ScaledDotProductAttention {
     mask.key_lengths = key_lengths;
     ctx.k->masked_softmax_forward(ctx.stream, p_.data(), p_.data(), mask, batch, Heads, tq, tk);
     // y = p · v
-    product(ctx, false, false, tq, HeadDim, tk, 1.0f, of(p_.data()), of(v), of(heads_of(y_)));
+    product(ctx, false, false, tq, HeadDim, tk, 1.0f, scores<const float>(p_.data()), of(v),
+            of(heads_of(y_)));
     return y_;
   }
 
@@ -123,64 +133,48 @@ class ScaledDotProductAttention {
   void vjp_views(Context& ctx, ConstHeads dy, MutHeads dq, MutHeads dk, MutHeads dv) {
     dp_.resize(p_.shape(), ctx.target);
     // dp = dy · vᵀ;  dv = pᵀ · dy
+    const MatrixBatch<const float> p = scores<const float>(p_.data());
+    const MatrixBatch<const float> ds = scores<const float>(dp_.data());
     product(ctx, false, true, tq_, tk_, HeadDim, 1.0f, of(dy), of(v_), scores(dp_.data()));
-    product(ctx, true, false, tk_, HeadDim, tq_, 1.0f, of(p_.data()), of(dy), of(dv));
+    product(ctx, true, false, tk_, HeadDim, tq_, 1.0f, p, of(dy), of(dv));
     // ds = p ⊙ (dp - <dp, p>) in place (the gradient of the scaled scores; 0 where masked).
     ctx.k->softmax_backward(ctx.stream, dp_.data(), dp_.data(), p_.data(), batch_ * Heads * tq_,
                             tk_);
     // dq = scale · ds · k;  dk = scale · dsᵀ · q
-    product(ctx, false, false, tq_, HeadDim, tk_, scale(), of(dp_.data()), of(k_), of(dq));
-    product(ctx, true, false, tk_, HeadDim, tq_, scale(), of(dp_.data()), of(q_), of(dk));
+    product(ctx, false, false, tq_, HeadDim, tk_, scale(), ds, of(k_), of(dq));
+    product(ctx, true, false, tk_, HeadDim, tq_, scale(), ds, of(q_), of(dk));
   }
 
   // [batch, Heads, tq, tk] attention probabilities of the last forward.
   const Tensor& probabilities() const { return p_; }
 
  private:
-  // One operand of the per-(sequence, head) products: the item of head h of sequence b starts at
-  // data + b · outer + h · stride, rows ld apart.
-  struct Operand {
-    const float* data;
-    std::int64_t ld, stride, outer;
-  };
-  struct MutOperand {
-    float* data;
-    std::int64_t ld, stride, outer;
-  };
+  // The operands of the per-(sequence, head) products: a head's matrix of seq rows at the row
+  // stride, head_dim floats after the previous head's, or a [tq, tk] item of the scores.
   template <class T>
-  static auto of(HeadsView<T> v) {
-    using Result = std::conditional_t<std::is_const_v<T>, Operand, MutOperand>;
-    return Result{v.data, v.row_stride, HeadDim, v.batch_stride};
+  static MatrixBatch<T> of(HeadsView<T> v) {
+    return {v.data, v.row_stride, HeadDim, v.batch_stride};
   }
-  // A [batch, Heads, tq, tk] score tensor as operand.
-  Operand of(const float* s) const { return {s, tk_, tq_ * tk_, Heads * tq_ * tk_}; }
-  MutOperand scores(float* s) const { return {s, tk_, tq_ * tk_, Heads * tq_ * tk_}; }
+  template <class T>
+  MatrixBatch<T> scores(T* s) const {
+    return {s, tk_, tq_ * tk_, Heads * tq_ * tk_};
+  }
 
   // c = alpha · op(a) · op(b) for every (sequence, head).
   void product(Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
-               std::int64_t k, float alpha, Operand a, Operand b, MutOperand c) const {
-    BatchedMatmulArgs g;
-    g.trans_a = trans_a;
-    g.trans_b = trans_b;
-    g.m = m;
-    g.n = n;
-    g.k = k;
-    g.alpha = alpha;
-    g.a = a.data;
-    g.lda = a.ld;
-    g.stride_a = a.stride;
-    g.outer_stride_a = a.outer;
-    g.b = b.data;
-    g.ldb = b.ld;
-    g.stride_b = b.stride;
-    g.outer_stride_b = b.outer;
-    g.c = c.data;
-    g.ldc = c.ld;
-    g.stride_c = c.stride;
-    g.outer_stride_c = c.outer;
-    g.batch = Heads;
-    g.groups = batch_;
-    ctx.k->batched_matmul(ctx.stream, g);
+               std::int64_t k, float alpha, MatrixBatch<const float> a, MatrixBatch<const float> b,
+               MatrixBatch<float> c) const {
+    ctx.k->batched_matmul(ctx.stream, {.trans_a = trans_a,
+                                       .trans_b = trans_b,
+                                       .m = m,
+                                       .n = n,
+                                       .k = k,
+                                       .alpha = alpha,
+                                       .a = a,
+                                       .b = b,
+                                       .c = c,
+                                       .batch = Heads,
+                                       .groups = batch_});
   }
 
   const Tensor& forward_checked(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v,

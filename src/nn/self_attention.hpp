@@ -35,18 +35,13 @@ enum class Positions : std::uint8_t { None, Rope };
 
 template <std::int64_t C, std::int64_t Heads, std::int64_t KvHeads = Heads,
           Masking Mask = Masking::Causal, Positions Pos = Positions::None>
-class SelfAttention {
-  static_assert(Heads > 0 && C % Heads == 0, "SelfAttention: Heads must divide C");
-  static_assert(KvHeads > 0 && Heads % KvHeads == 0, "SelfAttention: KvHeads must divide Heads");
+class SelfAttention : public attention::HeadSplit<C, Heads, KvHeads> {
+  using Split = attention::HeadSplit<C, Heads, KvHeads>;
 
  public:
+  using Split::grouped, Split::head_dim, Split::in_dim, Split::kv_width, Split::out_dim;
   static constexpr int arity = 1;
-  static constexpr std::int64_t in_dim = C;
-  static constexpr std::int64_t out_dim = C;
-  static constexpr std::int64_t head_dim = C / Heads;
-  static constexpr std::int64_t kv_width = KvHeads * head_dim;
   static constexpr std::int64_t qkv_width = C + 2 * kv_width;
-  static constexpr bool grouped = KvHeads < Heads;
   static constexpr bool rotary = Pos == Positions::Rope;
 
   explicit SelfAttention(const Init& init)
