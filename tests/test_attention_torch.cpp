@@ -4,12 +4,14 @@
 //
 // The file: one line of JSON, {"tensors": [{"name", "shape", "offset"}], "cases": [...]}, then
 // the tensors as raw little-endian float32, offsets in elements from the end of that line.
-// The path is $NOEIRA_ATTENTION_CASES, else attention_torch_cases.bin in the working directory.
+// The path is $NOEIRA_ATTENTION_CASES; without it the test writes a scratch file and removes it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -146,7 +148,17 @@ TEST(AttentionTorch, WritesTheCases) {
   cross_attention_case<CrossAttention<12, 3, 10>>(file, "cross_attention", 2, 4, 6, 3, {6, 2});
   cross_attention_case<CrossAttention<16, 4, 8, 2>>(file, "cross_attention_gqa", 1, 3, 5, 2, {});
   const char* env = std::getenv("NOEIRA_ATTENTION_CASES");
-  file.write(env != nullptr && *env != '\0' ? env : "attention_torch_cases.bin");
+  if (env != nullptr && *env != '\0') {
+    file.write(env);
+    return;
+  }
+  // Run on its own (not by tests/attention_torch.cmake): write and remove a scratch file.
+  const std::filesystem::path scratch =
+      std::filesystem::temp_directory_path() /
+      ("noeira_attention_cases_" + std::to_string(::getpid()) + ".bin");
+  file.write(scratch.string());
+  EXPECT_GT(std::filesystem::file_size(scratch), 0u);
+  std::filesystem::remove(scratch);
 }
 
 }  // namespace
