@@ -107,7 +107,7 @@ def self_attention_case(case, t, name):
     if case["rope"]:
         q, k = rope(q, case["rope_base"]), rope(k, case["rope_base"])
     k, v = k.repeat_interleave(h // kvh, dim=1), v.repeat_interleave(h // kvh, dim=1)
-    y = linear(merge(attention(q, k, v, case["causal"], None)), p, name, "proj")
+    y = linear(merge(attention(q, k, v, case["causal"], case["lengths"])), p, name, "proj")
     return y, {"dx": x}, params
 
 

@@ -188,6 +188,22 @@ TEST(SelfAttention, GradientsMatchFiniteDifferences) {
   check_self_attention<SelfAttention<12, 6, 3, Masking::Causal, Positions::Rope>>(2, 3);
 }
 
+TEST(SelfAttention, PaddedGradientsMatchFiniteDifferences) {
+  SelfAttention<8, 4, 2, Masking::None, Positions::Rope> m(kAttentionInit);
+  randomize_weights(m, 33);
+  const Tensor len = key_lengths({5, 2, 1});
+  Tensor x = sequence_input(3, 5, 8, 34);
+  Context ctx = Context::for_target(Target::Cpu);
+  const Tensor& y0 = m.forward(ctx, x, len);
+  const std::vector<float> u = testing::random_values(static_cast<std::size_t>(y0.numel()), 35);
+  const std::vector<float> dx = m.vjp(ctx, Tensor::from_host(y0.shape(), u), InputGrad::Compute)
+                                    .to_vector();
+  std::vector<testing::FdTarget> targets{{"input", &x, dx, 36}};
+  testing::add_param_targets(m, targets, 37);
+  testing::expect_finite_differences(
+      targets, [&] { return testing::weighted_sum(m.forward(ctx, x, len), u); }, {});
+}
+
 TEST(SelfAttention, WalkNamesAndShapesFollowTheFusedLayout) {
   SelfAttention<8, 4, 2> m(kAttentionInit);
   std::vector<std::string> names;

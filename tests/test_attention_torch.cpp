@@ -89,7 +89,8 @@ void sdpa_case(CaseFile& file, const std::string& name, std::int64_t batch, std:
 
 template <class M>
 void self_attention_case(CaseFile& file, const std::string& name, std::int64_t batch,
-                         std::int64_t seq, std::int64_t kv_heads, bool causal, bool rope) {
+                         std::int64_t seq, std::int64_t kv_heads, bool causal, bool rope,
+                         const std::vector<std::int32_t>& lengths = {}) {
   M m(testing::kAttentionInit);
   randomize_weights(m, 61);
   Context ctx = Context::for_target(Target::Cpu);
@@ -97,11 +98,13 @@ void self_attention_case(CaseFile& file, const std::string& name, std::int64_t b
   const Tensor dy = sequence_input(batch, seq, M::out_dim, 6);
   file.add(name + "/x", x);
   file.add(name + "/dy", dy);
-  file.add(name + "/y", m.forward(ctx, x));
+  file.add(name + "/y", lengths.empty() ? m.forward(ctx, x)
+                                        : m.forward(ctx, x, key_lengths(lengths)));
   file.add(name + "/dx", m.vjp(ctx, dy, InputGrad::Compute));
   file.add_params(name, m);
   file.add_case({{"name", name},
                  {"kind", "self_attention"},
+                 {"lengths", lengths_json(lengths)},
                  {"heads", M::in_dim / M::head_dim},
                  {"kv_heads", kv_heads},
                  {"causal", causal},
@@ -145,6 +148,8 @@ TEST(AttentionTorch, WritesTheCases) {
       file, "self_attention_rope_gqa", 2, 5, 2, true, true);
   self_attention_case<SelfAttention<16, 4, 1, Masking::None, Positions::Rope>>(
       file, "self_attention_bidirectional_mqa_rope", 1, 6, 1, false, true);
+  self_attention_case<SelfAttention<12, 2, 2, Masking::Causal, Positions::Rope>>(
+      file, "self_attention_padded", 3, 5, 2, true, true, {5, 3, 1});
   cross_attention_case<CrossAttention<12, 3, 10>>(file, "cross_attention", 2, 4, 6, 3, {6, 2});
   cross_attention_case<CrossAttention<16, 4, 8, 2>>(file, "cross_attention_gqa", 1, 3, 5, 2, {});
   const char* env = std::getenv("NOEIRA_ATTENTION_CASES");

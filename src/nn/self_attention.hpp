@@ -6,7 +6,7 @@
 //   q, k, v = its column blocks             q: Heads heads of D = C / Heads; k, v: KvHeads heads
 //   q, k = RoPE(q), RoPE(k)                 Pos = Positions::Rope only
 //   k, v = RepeatKV(k), RepeatKV(v)         KvHeads < Heads only (grouped-query attention)
-//   o = SDPA(q, k, v)                       causal by default
+//   o = SDPA(q, k, v)                       causal by default; optional key padding
 //   y = o · proj.weightᵀ + proj.bias        [C, C]
 //
 // Parameters (walk order): qkv.weight [C + 2·KvHeads·D, C] (rows: q's C, then k's, then v's),
@@ -48,23 +48,12 @@ class SelfAttention : public attention::HeadSplit<C, Heads, KvHeads> {
       : qkv_(init.named_child("qkv")), rope_q_(init), rope_k_(init), repeat_k_(init),
         repeat_v_(init), sdpa_(init), proj_(init.named_child("proj")) {}
 
-  const Tensor& forward(Context& ctx, const Tensor& x) {
-    const SeqShape s = check_sequence_input(ctx, x, C, "SelfAttention");
-    shape_ = s;
-    cached_ = false;
-    const Tensor& qkv = project(ctx, x, s);
-    Qk qk = rotate(ctx, qkv, s, 0);
-    ConstHeads v = attention::columns(qkv, C + kv_width, s.seq);
-    if constexpr (grouped) {
-      if (qk.k_dense == nullptr) {
-        qk.k_dense = &attention::copy_out(ctx, k_split_, qkv, C, kv_width, s);
-      }
-      qk.k = heads_of(repeat_k_.forward(ctx, *qk.k_dense));
-      v = heads_of(repeat_v_.forward(
-          ctx, attention::copy_out(ctx, v_split_, qkv, C + kv_width, kv_width, s)));
-    }
-    return project_out(ctx, sdpa_.forward_views(ctx, qk.q, qk.k, v, s.batch, s.seq, s.seq,
-                                                nullptr), s);
+  const Tensor& forward(Context& ctx, const Tensor& x) { return forward_padded(ctx, x, nullptr); }
+
+  // With a padding mask: key_lengths i32 [batch] on the context's target; sequence b attends to
+  // its first key_lengths[b] positions (on top of the causal mask, if any).
+  const Tensor& forward(Context& ctx, const Tensor& x, const Tensor& key_lengths) {
+    return forward_padded(ctx, x, &key_lengths);
   }
 
   // x [batch, t, C] are the next t tokens of every sequence: their keys and values join the
@@ -145,6 +134,30 @@ class SelfAttention : public attention::HeadSplit<C, Heads, KvHeads> {
     ConstHeads q, k;
     const Tensor* k_dense = nullptr;
   };
+
+  const Tensor& forward_padded(Context& ctx, const Tensor& x, const Tensor* key_lengths) {
+    const SeqShape s = check_sequence_input(ctx, x, C, "SelfAttention");
+    if (key_lengths != nullptr) {
+      check_key_lengths(ctx, *key_lengths, s.batch, s.seq, "SelfAttention");
+    }
+    shape_ = s;
+    cached_ = false;
+    const Tensor& qkv = project(ctx, x, s);
+    Qk qk = rotate(ctx, qkv, s, 0);
+    ConstHeads v = attention::columns(qkv, C + kv_width, s.seq);
+    if constexpr (grouped) {
+      if (qk.k_dense == nullptr) {
+        qk.k_dense = &attention::copy_out(ctx, k_split_, qkv, C, kv_width, s);
+      }
+      qk.k = heads_of(repeat_k_.forward(ctx, *qk.k_dense));
+      v = heads_of(repeat_v_.forward(
+          ctx, attention::copy_out(ctx, v_split_, qkv, C + kv_width, kv_width, s)));
+    }
+    return project_out(ctx, sdpa_.forward_views(ctx, qk.q, qk.k, v, s.batch, s.seq, s.seq,
+                                                key_lengths != nullptr ? key_lengths->ids()
+                                                                       : nullptr),
+                       s);
+  }
 
   const Tensor& project(Context& ctx, const Tensor& x, SeqShape s) {
     x_rows_ = x.view({s.batch * s.seq, C});
