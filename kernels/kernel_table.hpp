@@ -43,6 +43,46 @@ struct RowLossArgs {
 // The word gather_rows writes for an index outside its table: a quiet NaN as a float.
 inline constexpr std::uint32_t kPoisonWord = 0x7FC00000u;
 
+// One operand of a batched matrix product: item (g, i) — item i of group g — is the row-major
+// matrix at data + g · outer_stride + i · stride, its rows ld apart.
+template <class T>
+struct MatrixBatch {
+  T* data = nullptr;
+  std::int64_t ld = 0;
+  std::int64_t stride = 0;
+  std::int64_t outer_stride = 0;
+};
+
+// A batch of row-major matrix products C = alpha · op(A) · op(B) + beta · C, op(A) [m,k],
+// op(B) [k,n], C [m,n], k > 0, for `groups` groups of `batch` items. Two levels, so that
+// attention reads the heads of [batch, seq, heads · head_dim] activations in place (group = a
+// sequence, item = a head at stride head_dim) with no permutation. beta = 0 never reads C; the
+// items' C must not overlap (A's and B's may).
+struct BatchedMatmulArgs {
+  bool trans_a = false;  // op(A) = Aᵀ: A is stored [k,m]
+  bool trans_b = false;  // op(B) = Bᵀ: B is stored [n,k]
+  std::int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  MatrixBatch<const float> a, b;
+  MatrixBatch<float> c;
+  std::int64_t batch = 1;   // items per group
+  std::int64_t groups = 1;  // groups
+};
+
+// Which keys each query row of an attention softmax sees: always a prefix [0, n) of the tk keys,
+// so one count per row says it. Query i of tq is at position tk - tq + i (the last tq positions:
+// with a KV cache the new queries follow the cached keys; in training tq = tk).
+struct AttentionMask {
+  bool causal = false;  // query at position p sees keys j <= p
+  // [batch] in the target's memory, or null: sequence b sees keys j < key_lengths[b], clamped to
+  // [0, tk] (the padding mask of a batch of sequences of different lengths).
+  const std::int32_t* key_lengths = nullptr;
+};
+
+// Which way rope() turns: Inverse is RoPE's vjp (a rotation's transpose is its inverse).
+enum class Rotation : std::uint8_t { Forward, Inverse };
+
 struct KernelTable {
   Target target;
 
@@ -116,6 +156,27 @@ struct KernelTable {
   void (*softmax_forward)(Stream, float* y, const float* x, std::int64_t rows, std::int64_t cols);
   void (*softmax_backward)(Stream, float* dx, const float* dy, const float* y, std::int64_t rows,
                            std::int64_t cols);
+
+  // --- attention ------------------------------------------------------------------------------
+  // Every item of BatchedMatmulArgs; on the CPU one sgemm per item (parallel over the items when
+  // they are small), on CUDA cuBLASLt strided-batched products.
+  void (*batched_matmul)(Stream, const BatchedMatmulArgs& args);
+  // y[b,h,i,:] = softmax of x[b,h,i,:] over the keys the mask lets row i see, in fp32 with the
+  // row max subtracted; y = 0 at every masked key, and a row that sees no key is all 0 (not NaN).
+  // x, y [batch, heads, tq, tk]; y may alias x. The 1/sqrt(d) scale is the alpha of the product
+  // that makes x. The backward is softmax_backward: masked entries have y = 0, so their gradient
+  // is 0 whatever dy holds.
+  void (*masked_softmax_forward)(Stream, float* y, const float* x, AttentionMask mask,
+                                 std::int64_t batch, std::int64_t heads, std::int64_t tq,
+                                 std::int64_t tk);
+  // Rotary position embedding of x [rows, heads · head_dim], rows = batch · seq in [batch, seq]
+  // order: row r is at position start + r % seq. In every head the pair (x[2i], x[2i+1]) turns by
+  // position · base^(-2i / head_dim) radians (Inverse: by minus that). head_dim even; y may alias
+  // x. Angles, sines and cosines in double, so that the CPU and CUDA agree to an ulp of fp32 and
+  // far positions keep their precision.
+  void (*rope)(Stream, Rotation rotation, float* y, const float* x, std::int64_t rows,
+               std::int64_t seq, std::int64_t heads, std::int64_t head_dim, std::int64_t start,
+               float base);
 
   // --- normalization: LayerNorm, or RMSNorm where mean, beta and dbeta are null -------------
   // LayerNorm: xhat = (x - mean) · rstd, y = xhat · gamma + beta. RMSNorm: xhat = x · rstd, with

@@ -1,26 +1,47 @@
-// Softmax over the last dimension on the CPU: one row per iteration, each row serial, so the result
-// does not depend on the thread count.
+// Softmax on the CPU, over the last dimension and over attention scores (a masked softmax over a
+// visible prefix of each row): one row per iteration, each row serial, so the result does not
+// depend on the thread count.
 #include <cmath>
 
+#include "kernels/attention_math.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 
 namespace noeira::cpu {
 
-void softmax_forward(Stream, float* y, const float* x, std::int64_t rows, std::int64_t cols) {
-  parallel_for_rows(rows, cols, [&](std::int64_t r) {
-    const float* xr = x + r * cols;
-    float* yr = y + r * cols;
+namespace {
+
+// yr[0:n] = softmax(xr[0:n]), yr[n:cols] = 0. Reads xr[c] before writing yr[c], so y may alias x.
+void softmax_row(float* yr, const float* xr, std::int64_t n, std::int64_t cols) {
+  if (n > 0) {
     // Subtracting the row max keeps exp() from overflowing; the result is unchanged.
     float max = xr[0];
-    for (std::int64_t c = 1; c < cols; ++c) max = xr[c] > max ? xr[c] : max;
+    for (std::int64_t c = 1; c < n; ++c) max = xr[c] > max ? xr[c] : max;
     double total = 0.0;
-    for (std::int64_t c = 0; c < cols; ++c) {
+    for (std::int64_t c = 0; c < n; ++c) {
       yr[c] = std::exp(xr[c] - max);
       total += yr[c];
     }
     const float inv = static_cast<float>(1.0 / total);
-    for (std::int64_t c = 0; c < cols; ++c) yr[c] *= inv;
+    for (std::int64_t c = 0; c < n; ++c) yr[c] *= inv;
+  }
+  for (std::int64_t c = n; c < cols; ++c) yr[c] = 0.0f;
+}
+
+}  // namespace
+
+void softmax_forward(Stream, float* y, const float* x, std::int64_t rows, std::int64_t cols) {
+  parallel_for_rows(rows, cols, [&](std::int64_t r) {
+    softmax_row(y + r * cols, x + r * cols, cols, cols);
+  });
+}
+
+void masked_softmax_forward(Stream, float* y, const float* x, AttentionMask mask,
+                            std::int64_t batch, std::int64_t heads, std::int64_t tq,
+                            std::int64_t tk) {
+  parallel_for_rows(batch * heads * tq, tk, [&](std::int64_t r) {
+    const std::int64_t n = attn::visible_keys(mask, r, heads, tq, tk);
+    softmax_row(y + r * tk, x + r * tk, n, tk);
   });
 }
 

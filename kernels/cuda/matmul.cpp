@@ -23,11 +23,21 @@ using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDeleter>;
 using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, DescDeleter>;
 using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, DescDeleter>;
 
-Layout make_layout(std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+// A matrix layout; for a strided batch also its count and the offset between items.
+Layout make_layout(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t batch,
+                   std::int64_t stride) {
   cublasLtMatrixLayout_t raw = nullptr;
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, CUDA_R_32F, static_cast<std::uint64_t>(rows),
                                           static_cast<std::uint64_t>(cols), ld));
-  return Layout(raw);
+  Layout layout(raw);
+  if (batch > 1) {
+    const auto count = static_cast<std::int32_t>(batch);
+    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                                  sizeof(count)));
+    CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  }
+  return layout;
 }
 
 template <class T>
@@ -57,9 +67,13 @@ bool run(Stream stream, const Gemm& g, bool must_succeed) {
   }
 
   // Stored shapes: op(A) is [m,k], so A itself is [k,m] when transposed.
-  const Layout a = g.trans_a ? make_layout(g.k, g.m, g.lda) : make_layout(g.m, g.k, g.lda);
-  const Layout b = g.trans_b ? make_layout(g.n, g.k, g.ldb) : make_layout(g.k, g.n, g.ldb);
-  const Layout d = make_layout(g.m, g.n, g.ldd);
+  NOEIRA_CHECK(g.batch == 1 || g.epilogue == CUBLASLT_EPILOGUE_DEFAULT,
+               "a batched GEMM has no epilogue");
+  const Layout a = g.trans_a ? make_layout(g.k, g.m, g.lda, g.batch, g.stride_a)
+                             : make_layout(g.m, g.k, g.lda, g.batch, g.stride_a);
+  const Layout b = g.trans_b ? make_layout(g.n, g.k, g.ldb, g.batch, g.stride_b)
+                             : make_layout(g.k, g.n, g.ldb, g.batch, g.stride_b);
+  const Layout d = make_layout(g.m, g.n, g.ldd, g.batch, g.stride_d);
 
   cublasLtMatmulPreference_t raw_pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
@@ -71,16 +85,20 @@ bool run(Stream stream, const Gemm& g, bool must_succeed) {
 
   // Unless told, the heuristic assumes 256-byte-aligned matrices; weights are views into the
   // policies' flat buffers and batches views of the data set, so tell it the pointers' alignment.
-  auto set_alignment = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* p) {
+  // Every item of a batch must have it: the stride counts too (attention's heads sit head_dim
+  // floats apart).
+  auto set_alignment = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* p,
+                           std::int64_t stride) {
     const auto address = reinterpret_cast<std::uintptr_t>(p);
+    const auto step = g.batch > 1 ? static_cast<std::uintptr_t>(stride) * sizeof(float) : 0;
     std::uint32_t bytes = 256;
-    while (bytes > 4 && address % bytes != 0) bytes /= 2;
+    while (bytes > 4 && (address % bytes != 0 || step % bytes != 0)) bytes /= 2;
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw_pref, attr, &bytes, sizeof(bytes)));
   };
-  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.a);
-  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.b);
-  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.d);
-  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.d);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.a, g.stride_a);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.b, g.stride_b);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.d, g.stride_d);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.d, g.stride_d);
 
   // The heuristic sees the leading dimensions, the alignments and the epilogue's pointers, so it
   // also answers whether they allow the requested epilogue. In try mode any refusal
@@ -95,8 +113,7 @@ bool run(Stream stream, const Gemm& g, bool must_succeed) {
   NOEIRA_CHECK(found > 0, "cuBLASLt has no fp32 algorithm for a ", g.m, "x", g.n, "x", g.k,
                " GEMM with epilogue ", static_cast<int>(g.epilogue));
 
-  const float alpha = 1.0f;
-  const cublasStatus_t ran = cublasLtMatmul(lt.handle, raw_desc, &alpha, g.a, a.get(), g.b,
+  const cublasStatus_t ran = cublasLtMatmul(lt.handle, raw_desc, &g.alpha, g.a, a.get(), g.b,
                                             b.get(), &g.beta, g.d, d.get(), g.d, d.get(),
                                             &heuristic.algo, lt.workspace, lt.workspace_bytes,
                                             as_cuda(stream));

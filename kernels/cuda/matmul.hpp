@@ -1,6 +1,7 @@
 #pragma once
-// One fp32 GEMM through cuBLASLt, column-major as cuBLAS sees it:
-//   D[m,n] = op(A)[m,k] · op(B)[k,n] + beta · D,  then the epilogue.
+// One fp32 GEMM, or a strided batch of them, through cuBLASLt, column-major as cuBLAS sees it:
+//   D[m,n] = alpha · op(A)[m,k] · op(B)[k,n] + beta · D,  then the epilogue;
+// item i of a batch reads a + i·stride_a, b + i·stride_b and writes d + i·stride_d.
 // Row-major callers swap operands (a row-major [r,c] matrix is a column-major [c,r] one).
 // Compute type CUBLAS_COMPUTE_32F unless set_allow_tf32(true) (kernels/cuda/settings.hpp).
 #include <cublasLt.h>
@@ -21,7 +22,10 @@ struct Gemm {
   std::int64_t ldb = 0;
   float* d = nullptr;  // also C (beta · D is added in place)
   std::int64_t ldd = 0;
+  float alpha = 1.0f;
   float beta = 0.0f;
+  std::int64_t batch = 1;  // strided batch of this many products (no epilogue with batch > 1)
+  std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   const float* bias = nullptr;  // [m], for the *BIAS epilogues
   float* aux = nullptr;         // [m, n] with leading dimension aux_ld, for the *_AUX epilogues

@@ -42,6 +42,12 @@ Init Init::child(std::size_t index) const {
   return c;
 }
 
+Init Init::named_child(std::string_view name) const {
+  Init c = *this;
+  c.path_ = join_name(path_, name);
+  return c;
+}
+
 std::uint64_t Init::stream_of(std::string_view name) const { return fnv1a(join_name(path_, name)); }
 
 Param Init::weight(std::string_view name, Shape shape, std::int64_t fan_in,

@@ -38,6 +38,8 @@ class Init {
 
   // The Init of child `index` of a combinator: path "<path>.<index>".
   Init child(std::size_t index) const;
+  // The Init of a named part of a leaf (attention's "qkv" and "proj"): path "<path>.<name>".
+  Init named_child(std::string_view name) const;
 
   // A weight drawn from the spec, with decay.
   Param weight(std::string_view name, Shape shape, std::int64_t fan_in, std::int64_t fan_out) const;

@@ -17,6 +17,12 @@
 //    gradient (an undefined tensor when InputGrad::Skip);
 //  - for_each_param(visitor, prefix): visits every Param in a fixed order as visitor(name, param)
 //    with the dotted name prefix + "." + local name. This walk is the only registry of parameters.
+//
+// Modules with more than one input (arity > 1: attention's q, k, v; cross-attention's x and
+// memory) take them in order, forward(ctx, x0, x1, ...), and remember them all for the vjp.
+// vjp(ctx, dy, InputGrad) returns the gradient of x0, and input_grad(i) the gradient of input i
+// from that vjp (i = 0 is x0's again); InputGrad::Skip skips every input gradient. They do not
+// satisfy Module, whose forward takes one input; MultiInputModule checks the rest of the contract.
 #include <concepts>
 #include <cstdint>
 #include <string>
@@ -46,13 +52,28 @@ concept Module = requires(M& m, Context& ctx, const Tensor& t, const ParamVisito
   m.for_each_param(visit, prefix);
 } && std::constructible_from<M, const Init&>;
 
+template <class M>
+concept MultiInputModule =
+    requires(M& m, const M& cm, Context& ctx, const Tensor& t,
+             const ParamVisitorArchetype& visit, std::string_view prefix) {
+      { M::arity } -> std::convertible_to<int>;
+      requires M::arity > 1;
+      { M::in_dim } -> std::convertible_to<std::int64_t>;
+      { M::out_dim } -> std::convertible_to<std::int64_t>;
+      { m.vjp(ctx, t, InputGrad::Compute) } -> std::same_as<const Tensor&>;
+      { cm.input_grad(1) } -> std::same_as<const Tensor&>;
+      m.for_each_param(visit, prefix);
+    } && std::constructible_from<M, const Init&>;
+
 // Visits every parameter of a network with its dotted name.
-template <Module M, class Visitor>
+template <class M, class Visitor>
+  requires Module<M> || MultiInputModule<M>
 void for_each_param(M& model, Visitor&& visit) {
   model.for_each_param(visit, std::string_view{});
 }
 
-template <Module M>
+template <class M>
+  requires Module<M> || MultiInputModule<M>
 std::int64_t parameter_count(M& model) {
   std::int64_t n = 0;
   for_each_param(model, [&](const std::string&, Param& p) { n += p.numel(); });
