@@ -43,7 +43,7 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
   TempDir dir;
   const Output o = noeira(dir, "train --help");
   EXPECT_EQ(o.code, 0);
-  for (const char* s : {"--model TEXT=mlp", "--data TEXT:{fashion-mnist,mnist,cifar10}=fashion-mnist",
+  for (const char* s : {"--model TEXT=mlp", "--data TEXT:{fashion-mnist,mnist,cifar10,text}=fashion-mnist",
                         "--epochs INT:POSITIVE=5", "--batch INT:POSITIVE=100", "=adam",
                         "--lr FLOAT:POSITIVE=0.001", "--weight-decay", "--schedule", "--warmup",
                         "--min-lr", "--grad-clip", "--seed UINT=1", "--threads", "--out",

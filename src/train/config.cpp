@@ -11,14 +11,10 @@ std::string_view to_string(LogFormat format) { return kLogFormatNames.name_of(fo
 LogFormat parse_log_format(std::string_view name) { return kLogFormatNames.parse(name); }
 
 nlohmann::json to_json(const TrainConfig& c) {
-  return nlohmann::json{
+  nlohmann::json j{
       {"model", c.model},         {"data", c.data},
-      {"data-dir", c.data_dir},   {"text-file", c.text_file},
-      {"tokenizer", c.tokenizer}, {"steps", c.steps},
-      {"eval-every", c.eval_every}, {"eval-batches", c.eval_batches},
-      {"limit-train", c.limit_train},
-      {"limit-test", c.limit_test}, {"epochs", c.epochs},
-      {"batch", c.batch},         {"eval-batch", c.eval_batch},
+      {"data-dir", c.data_dir},
+      {"batch", c.batch},
       {"optimizer", c.optimizer}, {"lr", c.lr},
       {"momentum", c.momentum},   {"beta1", c.beta1},
       {"beta2", c.beta2},         {"weight-decay", c.weight_decay},
@@ -34,6 +30,21 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
       {"keep-last", c.keep_last},
   };
+  // Only the options of the run's task, so that the file given back with --config names none
+  // that the task refuses.
+  if (is_text(c)) {
+    j.update({{"text-file", c.text_file},
+              {"tokenizer", c.tokenizer},
+              {"steps", c.steps},
+              {"eval-every", c.eval_every},
+              {"eval-batches", c.eval_batches}});
+  } else {
+    j.update({{"limit-train", c.limit_train},
+              {"limit-test", c.limit_test},
+              {"epochs", c.epochs},
+              {"eval-batch", c.eval_batch}});
+  }
+  return j;
 }
 
 OptimizerConfig optimizer_config(const TrainConfig& c) {

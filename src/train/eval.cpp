@@ -43,9 +43,10 @@ EvalResult run_eval(const TrainConfig& given) {
     check_preset_suits_data<M>(cfg);
     Context ctx = Context::for_target(target);
     M model(model_init<M>(cfg, ctx.target));
-    saved.load_into(model);
+    // The data first: a preset that does not fit it is the clearer error.
     if constexpr (LanguageModel<M>) {
       const TextRun run = text_run_for(cfg, saved, target, M::vocab);
+      saved.load_into(model);
       // One period of one step: the task is only asked for its validation set.
       TrainConfig eval_cfg = cfg;
       eval_cfg.steps = 1;
@@ -53,6 +54,7 @@ EvalResult run_eval(const TrainConfig& given) {
       return run.task(eval_cfg, M::block).evaluate(model, ctx, nullptr);
     } else {
       const ImageRun run = load_image_run(cfg, target, M::in_dim, /*train_split=*/false);
+      saved.load_into(model);
       return evaluate_classifier(model, ctx, run.test, cfg.eval_batch, nullptr);
     }
   });

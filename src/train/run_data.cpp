@@ -46,12 +46,8 @@ TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_
                                     data.tokenizer.vocab_size(), " ids but model '", cfg.model,
                                     "' has ", model_vocab, " (try --tokenizer byte)"));
   }
-  TextRun run;
-  run.name = data.name;
-  run.tokenizer = data.tokenizer;
-  run.unknown_validation = data.unknown_validation;
-  run.text = make_resident_text(data, target);
-  return run;
+  return TextRun{data.name, data.tokenizer, make_resident_text(data, target),
+                 data.unknown_validation};
 }
 
 LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) const {
