@@ -3,6 +3,8 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -69,7 +71,7 @@ void add_common_options(Command& c) {
 const std::vector<std::pair<std::string, std::string>>& text_defaults() {
   static const std::vector<std::pair<std::string, std::string>> defaults = {
       {"--model", "gpt-char"},     {"--optimizer", "adamw"},      {"--lr", "1e-3"},
-      {"--min-lr", "1e-4"},        {"--warmup", "100"},           {"--beta2", "0.99"},
+      {"--min-lr", "1e-4"},        {"--beta2", "0.99"},
       {"--batch", "12"},           {"--weight-decay", "0.1"},     {"--grad-clip", "1"},
       {"--schedule", "warmup_cosine"}, {"--log-every", "50"},
   };
@@ -213,6 +215,12 @@ void finish_config(Command& c) {
       }
       opt->add_result(value);
       opt->run_callback();
+    }
+    // nanoGPT warms up for 100 steps; a shorter run warms up for its first tenth.
+    CLI::Option* warmup = c.app->get_option_no_throw("--warmup");
+    if (warmup != nullptr && warmup->count() == 0) {
+      warmup->add_result(std::to_string(std::min<std::int64_t>(100, c.config.steps / 10)));
+      warmup->run_callback();
     }
   }
   check_task_options(*c.app, c.config);

@@ -77,6 +77,9 @@ void Progress::epoch(const EpochRecord& r) {
   }
   clear_bar();
   const std::string period(r.labels.period), split(r.labels.split);
+  // "epoch_time_s" reads "epoch 9.04s", "train_time_s" "train 0.11s".
+  std::string time_words(r.labels.period_time);
+  time_words = time_words.substr(0, time_words.find("_time_s"));
   const std::string accuracy =
       std::isnan(r.test_accuracy)
           ? std::string()
@@ -85,7 +88,7 @@ void Progress::epoch(const EpochRecord& r) {
                  period.c_str(), static_cast<long long>(r.epoch), static_cast<long long>(r.epochs),
                  r.train_loss, split.c_str(), r.test_loss, accuracy.c_str(),
                  r.samples_per_s * r.labels.rate_scale, std::string(r.labels.rate_words).c_str(),
-                 period.c_str(), r.epoch_time_s, r.elapsed_s)
+                 time_words.c_str(), r.epoch_time_s, r.elapsed_s)
        << '\n'
        << std::flush;
 }
