@@ -21,6 +21,7 @@
 #include "train/presets.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "train/dataset.hpp"
+#include "train/generate.hpp"
 #include "train/run.hpp"
 #include "train/stop_signal.hpp"
 
@@ -44,6 +45,31 @@ int train_main(Command& c) {
     return kStoppedExitCode;
   }
   return 0;
+}
+
+int generate_main(const GenerateConfig& g) {
+  std::cout << run_generate(g);
+  if (g.prompt.empty() || g.prompt.back() != '\n') std::cout << '\n';
+  return 0;
+}
+
+void add_generate_command(CLI::App& app, GenerateConfig& g) {
+  CLI::App* a = app.add_subcommand(
+      "generate", "Print text a trained language model writes after a prompt (no corpus needed: "
+                  "the vocabulary travels with the parameters)");
+  a->option_defaults()->always_capture_default();
+  a->add_option("--params", g.params, "Parameters file written by train (<out>/model.h5)");
+  a->add_option("--checkpoint", g.checkpoint, "Or a checkpoint (directory, its latest)");
+  a->add_option("--model", g.model, "Model preset (empty: the one the file names)");
+  a->add_option("--prompt", g.prompt, "Text to continue");
+  a->add_option("--tokens", g.tokens, "Tokens to generate")->check(CLI::NonNegativeNumber);
+  a->add_option("--temperature", g.temperature,
+                "Softmax temperature (0: always the most likely token)")
+      ->check(CLI::NonNegativeNumber);
+  a->add_option("--top-k", g.top_k, "Sample among the k most likely tokens (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  a->add_option("--seed", g.seed, "Seed of the sampling: the same seed gives the same text");
+  a->add_option("--device", g.device, "cpu or cuda")->check(CLI::IsMember(kDeviceNames.names()));
 }
 
 int inspect_main(const std::string& path) {
@@ -90,6 +116,8 @@ int main(int argc, char** argv) {
   Command eval;
   add_train_command(app, train);
   add_eval_command(app, eval);
+  noeira::GenerateConfig generate;
+  add_generate_command(app, generate);
   std::string inspect_path;
   CLI::App* inspect = app.add_subcommand("inspect", "Print what a checkpoint holds");
   inspect->add_option("path", inspect_path,
@@ -126,6 +154,7 @@ int main(int argc, char** argv) {
     if (train.app->parsed()) return train_main(train);
     if (eval.app->parsed()) return eval_main(eval);
     if (inspect->parsed()) return inspect_main(inspect_path);
+    if (app.got_subcommand("generate")) return generate_main(generate);
   } catch (const std::exception& e) {
     return fail(e.what());
   } catch (...) {
