@@ -1,0 +1,69 @@
+// The binary on text: a short GPT run on a corpus the test writes itself leaves its files with
+// the vocabulary, and every mistake of a text run is a one-line error naming what is wrong.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "cli_test_util.hpp"
+#include "io/params_file.hpp"
+#include "io_test_files.hpp"
+
+namespace noeira {
+namespace {
+
+using testing::Output;
+using testing::TempDir;
+using testing::expect_one_error_line;
+using testing::noeira;
+
+std::string write_corpus(const TempDir& dir) {
+  const std::string file = (dir / "corpus.txt").string();
+  std::ofstream out(file);
+  for (int i = 0; i < 400; ++i) out << "a stitch in time saves nine, line " << i % 13 << "\n";
+  return file;
+}
+
+TEST(CliText, AShortRunSavesTheModelWithItsVocabulary) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  const std::string corpus = write_corpus(dir);
+  const std::string run = (dir / "run").string();
+  const Output o = noeira(dir, "train --data text --model gpt-tiny --text-file " + corpus +
+                                   " --steps 10 --eval-every 5 --eval-batches 1 --threads 1 "
+                                   "--log-every 5 --out " + run);
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("eval 2/2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("val loss"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("acc"), std::string::npos) << "a language model has no accuracy: " << o.out;
+  const auto vocabulary = io::read_params_attribute(run + "/model.h5", "vocabulary");
+  ASSERT_TRUE(vocabulary.has_value());
+  EXPECT_EQ(vocabulary->rfind("noeira-tokenizer 1\nchar ", 0), 0u) << *vocabulary;
+  const Output g = noeira(dir, "generate --params " + run + "/model.h5 --prompt stitch --tokens 5");
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(g.out.rfind("stitch", 0), 0u) << g.out;
+}
+
+TEST(CliText, MistakesAreOneLineErrors) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  const std::string corpus = write_corpus(dir);
+  const std::string text = "train --data text --text-file " + corpus + " --threads 1 ";
+  expect_one_error_line(noeira(dir, text + "--model mlp"), "model 'mlp' classifies images");
+  expect_one_error_line(noeira(dir, "train --model gpt-tiny --data-dir " + (dir / "x").string()),
+                        "model 'gpt-tiny' models text");
+  expect_one_error_line(noeira(dir, text + "--epochs 2"), "--epochs does not apply to --data text");
+  expect_one_error_line(noeira(dir, "train --steps 10"), "--steps does not apply to --data fashion");
+  expect_one_error_line(noeira(dir, text + "--model gpt-tiny --steps 25 --eval-every 10"),
+                        "eval");
+  expect_one_error_line(noeira(dir, "train --data text --model gpt-tiny --text-file " +
+                                        (dir / "missing.txt").string()),
+                        "missing.txt");
+  expect_one_error_line(noeira(dir, text + "--model gpt-tiny --tokenizer words"),
+                        "--tokenizer");
+  expect_one_error_line(noeira(dir, "generate --params " + (dir / "none.h5").string()),
+                        "none.h5");
+}
+
+}  // namespace
+}  // namespace noeira
