@@ -29,6 +29,7 @@ roots=(
   libopenblas-openmp-dev               # the OpenMP build of OpenBLAS that CMakeLists.txt requires
   zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   dataset-fashion-mnist
+  fortunes                             # the default text corpus of the GPT runs
 )
 
 # Packages the dependency walk stops at (whole-name extended regexes).
@@ -296,6 +297,7 @@ export OMPI_MCA_mtl="\${OMPI_MCA_mtl:-^ofi,psm,psm2}"
 export PMIX_PREFIX="$lib/pmix2" PMIX_LIBDIR="$lib/pmix2/lib" PMIX_SYSCONFDIR="$lib/pmix2/share"
 export PMIX_DATAROOTDIR="$lib/pmix2/share" PMIX_DATADIR="$lib/pmix2/share"
 export DATA_DIR="$usr/share/datasets/fashion-mnist"
+export TEXT_DIR="$usr/share/games/fortunes"
 # Explicit hints, so that the prefix wins over anything the machine has under /usr.
 export NOEIRA_CMAKE_ARGS="-DMPI_C_COMPILER=$usr/bin/mpicc -DMPI_CXX_COMPILER=$usr/bin/mpicxx \
 -DMPIEXEC_EXECUTABLE=$usr/bin/mpiexec -DHDF5_ROOT=$usr -DHDF5_C_COMPILER_EXECUTABLE=$usr/bin/h5pcc \
