@@ -184,29 +184,27 @@ void ParamStore::bind_values(std::size_t unit) { bind(unit, true); }
 
 void ParamStore::bind_grads(std::size_t unit) { bind(unit, false); }
 
-void ParamStore::release_values(std::size_t unit) {
-  if (whole_values(unit)) return;  // held whole: always readable
+void ParamStore::release(std::size_t unit, bool values) {
+  if (values ? whole_values(unit) : whole_grads(unit)) return;  // held whole: always readable
   for (std::size_t i = layout_.first_param[unit]; i < layout_.first_param[unit + 1]; ++i) {
     Param& p = *walk_.params[i].param;
-    p.val = Tensor::absent(
+    const std::string& name = walk_.params[i].name;
+    (values ? p.val : p.grd) = Tensor::absent(
         p.shape(), target(), DType::F32,
-        detail::concat("parameter ", walk_.params[i].name,
-                       ": its value is not gathered now (ZeRO-3 holds a unit's values only while "
-                       "the unit runs, between its hooks); read parameters through the policy"));
+        values ? detail::concat("parameter ", name,
+                                ": its value is not gathered now (ZeRO-3 holds a unit's values "
+                                "only while the unit runs, between its hooks); read parameters "
+                                "through the policy")
+               : detail::concat("parameter ", name,
+                                ": its gradient exists only during its unit's vjp under ZeRO-2/3 "
+                                "(a rank keeps the reduced slice); drive backward with "
+                                "dist::vjp_units"));
   }
 }
 
-void ParamStore::release_grads(std::size_t unit) {
-  if (whole_grads(unit)) return;
-  for (std::size_t i = layout_.first_param[unit]; i < layout_.first_param[unit + 1]; ++i) {
-    Param& p = *walk_.params[i].param;
-    p.grd = Tensor::absent(
-        p.shape(), target(), DType::F32,
-        detail::concat("parameter ", walk_.params[i].name,
-                       ": its gradient exists only during its unit's vjp under ZeRO-2/3 (a rank "
-                       "keeps the reduced slice); drive backward with dist::vjp_units"));
-  }
-}
+void ParamStore::release_values(std::size_t unit) { release(unit, true); }
+
+void ParamStore::release_grads(std::size_t unit) { release(unit, false); }
 
 // --- the initial copy (ZeRO-3) -------------------------------------------------------------------
 

@@ -149,6 +149,7 @@ class ParamStore {
                   std::size_t unit);
   float* owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit);
   void bind(std::size_t unit, bool values);
+  void release(std::size_t unit, bool values);
   void take_initial_slices_from(const Tensor& full);
 
   WalkUnits walk_;
