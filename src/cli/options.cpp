@@ -92,7 +92,7 @@ bool given(const CLI::App& app, const std::string& flag) {
 // An option of the other task is a mistake worth saying, not a flag silently ignored.
 void check_task_options(const CLI::App& app, const TrainConfig& t) {
   const std::vector<std::string> text_only = {"--steps", "--eval-every", "--eval-batches",
-                                              "--text-file", "--tokenizer"};
+                                              "--text-file", "--tokenizer", "--block"};
   // (eval's --batch and --seed mean text windows; for images they are simply unused)
   const std::vector<std::string> image_only = {"--epochs", "--limit-train", "--limit-test",
                                                "--eval-batch"};
@@ -124,6 +124,9 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--eval-every", t.eval_every,
                "text: steps between evaluations of the validation loss (must divide --steps)")
       ->check(CLI::PositiveNumber);
+  a.add_option("--block", t.block,
+               "text: tokens per window, up to the preset's block (0: the preset's)")
+      ->check(CLI::NonNegativeNumber);
   a.add_option("--eval-batches", t.eval_batches,
                "text: batches of validation windows per evaluation (a fixed set)")
       ->check(CLI::PositiveNumber);
@@ -201,6 +204,8 @@ void add_eval_command(CLI::App& app, Command& c) {
       ->check(CLI::PositiveNumber);
   a.add_option("--eval-batches", t.eval_batches, "text: batches of validation windows")
       ->check(CLI::PositiveNumber);
+  a.add_option("--block", t.block, "text: tokens per validation window (0: the preset's)")
+      ->check(CLI::NonNegativeNumber);
   a.add_option("--seed", t.seed, "text: seed of the validation windows");
 }
 

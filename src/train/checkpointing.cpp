@@ -76,6 +76,7 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                   {"next_lr", schedule.lr_at(cursor.step)}};
   meta.counters = {{"seed", cfg.seed},
                    {"batch", static_cast<std::uint64_t>(cfg.batch)},
+                   {"block", static_cast<std::uint64_t>(cfg.block)},
                    {"train_samples", static_cast<std::uint64_t>(train_samples)},
                    {"warmup_steps", static_cast<std::uint64_t>(schedule.warmup_steps)},
                    {"total_steps", static_cast<std::uint64_t>(schedule.total_steps)}};
@@ -167,6 +168,7 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
   same("optimizer", label("optimizer"), cfg.optimizer);
   same("seed", counter("seed"), cfg.seed);
   same("batch", counter("batch"), static_cast<std::uint64_t>(cfg.batch));
+  same("block", counter("block"), static_cast<std::uint64_t>(cfg.block));
   same("limit-train (training samples)", counter("train_samples"),
        static_cast<std::uint64_t>(train_samples));
   if (label("vocabulary") != (cfg.vocabulary.empty() ? std::string("?") : cfg.vocabulary)) {

@@ -37,7 +37,8 @@ nlohmann::json to_json(const TrainConfig& c) {
               {"tokenizer", c.tokenizer},
               {"steps", c.steps},
               {"eval-every", c.eval_every},
-              {"eval-batches", c.eval_batches}});
+              {"eval-batches", c.eval_batches},
+              {"block", c.block}});
   } else {
     j.update({{"limit-train", c.limit_train},
               {"limit-test", c.limit_test},
@@ -83,6 +84,7 @@ void validate(const TrainConfig& c) {
   positive(c.steps, "steps");
   positive(c.eval_every, "eval-every");
   positive(c.eval_batches, "eval-batches");
+  non_negative(static_cast<double>(c.block), "block");
   positive(c.batch, "batch");
   positive(c.eval_batch, "eval-batch");
   non_negative(static_cast<double>(c.limit_train), "limit-train");

@@ -34,6 +34,7 @@ struct TrainConfig {
   std::int64_t steps = 2000;
   std::int64_t eval_every = 250;
   std::int64_t eval_batches = 20;
+  std::int64_t block = 0;                // tokens per window; 0: the preset's block
   std::int64_t limit_train = 0;          // > 0: use only the first N training samples
   std::int64_t limit_test = 0;           // > 0: evaluate on the first N test samples only
   std::int64_t epochs = 5;

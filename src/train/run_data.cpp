@@ -51,6 +51,11 @@ TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_
 }
 
 LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) const {
+  if (cfg.block > block) {
+    throw InputError(detail::concat("--block ", cfg.block, " exceeds model '", cfg.model,
+                                    "''s block of ", block, " positions"));
+  }
+  if (cfg.block > 0) block = cfg.block;
   LanguageModelOptions o;
   o.steps = cfg.steps;
   o.eval_every = cfg.eval_every;

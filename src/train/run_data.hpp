@@ -35,6 +35,7 @@ struct TextRun {
   ResidentText text;
   std::int64_t unknown_validation = 0;
 
+  // Windows of cfg.block tokens, or of the model's whole block when it is 0.
   LanguageModelTask task(const TrainConfig& cfg, std::int64_t block) const;
   std::string describe(const TrainConfig& cfg) const;
 };
