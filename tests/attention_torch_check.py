@@ -11,11 +11,10 @@ The reference runs in float64 with autograd, attention written out as
 softmax(q·kᵀ/√d + mask)·v. Each noeira value must lie within RTOL·|ref| + ATOL·max|ref| of its
 reference. Exits 0 when all match, 1 naming every mismatch, 77 (ctest's skip) without torch.
 """
-import json
 import math
 import sys
 
-import numpy as np
+import torch_cases
 
 try:
     import torch
@@ -26,17 +25,6 @@ except ImportError as e:  # a machine without python3-torch skips, it does not p
 
 RTOL = 1e-5
 ATOL = 1e-6  # times the largest |ref| of the tensor: the floor for elements near 0
-
-
-def load(path):
-    with open(path, "rb") as f:
-        header = json.loads(f.readline())
-        data = np.frombuffer(f.read(), dtype="<f4")
-    tensors = {}
-    for t in header["tensors"]:
-        n = int(np.prod(t["shape"]))
-        tensors[t["name"]] = data[t["offset"]:t["offset"] + n].reshape(t["shape"]).copy()
-    return header["cases"], tensors
 
 
 def leaf(array):
@@ -130,32 +118,15 @@ KINDS = {"sdpa": sdpa_case, "self_attention": self_attention_case,
 
 
 def compare(label, got, ref, failures):
-    ref = ref.detach().numpy()
-    if got.shape != ref.shape:
-        failures.append("%s: shape %s, torch %s" % (label, got.shape, ref.shape))
-        return 0.0
-    bound = RTOL * np.abs(ref) + ATOL * max(1.0, float(np.abs(ref).max()))
-    err = np.abs(got.astype(np.float64) - ref)
-    bad = np.flatnonzero(err > bound)
-    if bad.size:
-        i = bad[0]
-        failures.append("%s: mismatch in %d of %d elements; first [%d] noeira %.9g torch %.9g"
-                        % (label, bad.size, err.size, i, got.flat[i], ref.flat[i]))
-    return float((err / bound).max())
+    return torch_cases.compare(label, got, ref, failures, RTOL, ATOL)
 
 
 def main():
     args = sys.argv[1:]
-    perturb = None
-    if "--perturb" in args:
-        i = args.index("--perturb")
-        perturb = args[i + 1]
-        del args[i:i + 2]
-    cases, t = load(args[0])
+    perturb = torch_cases.take_perturb(args)
+    cases, t = torch_cases.load(args[0])
     if perturb is not None:
-        if perturb not in t:
-            sys.exit("attention_torch_check: no tensor %s to perturb" % perturb)
-        t[perturb].flat[0] += 1e-4 * (1.0 + abs(float(t[perturb].flat[0])))
+        torch_cases.perturb(t, perturb, "attention_torch_check")
     failures = []
     checked = 0
     for case in cases:

@@ -2,17 +2,14 @@
 // tests/attention_torch_check.py recomputes in PyTorch (softmax(q·kᵀ/√d + mask)·v written out,
 // and the self- and cross-attention blocks) and compares (ctest: tests/attention_torch.cmake).
 //
-// The file: one line of JSON, {"tensors": [{"name", "shape", "offset"}], "cases": [...]}, then
-// the tensors as raw little-endian float32, offsets in elements from the end of that line.
+// The file's format: tests/torch_case_file.hpp.
 // The path is $NOEIRA_ATTENTION_CASES; without it the test writes a scratch file and removes it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <bit>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -21,46 +18,15 @@
 #include "nn/cross_attention.hpp"
 #include "nn/sdpa.hpp"
 #include "nn/self_attention.hpp"
+#include "torch_case_file.hpp"
 
 namespace noeira {
 namespace {
 
+using testing::CaseFile;
 using testing::key_lengths;
 using testing::randomize_weights;
 using testing::sequence_input;
-
-static_assert(std::endian::native == std::endian::little, "the file is little-endian float32");
-
-class CaseFile {
- public:
-  void add(const std::string& name, const Tensor& t) {
-    const std::vector<float> v = t.to_vector();
-    index_.push_back({{"name", name}, {"shape", t.shape()}, {"offset", data_.size()}});
-    data_.insert(data_.end(), v.begin(), v.end());
-  }
-  template <class M>
-  void add_params(const std::string& prefix, M& m) {
-    for_each_param(m, [&](const std::string& name, Param& p) {
-      add(prefix + "/param/" + name, p.val);
-      add(prefix + "/grad/" + name, p.grd);
-    });
-  }
-  void add_case(nlohmann::json c) { cases_.push_back(std::move(c)); }
-
-  void write(const std::string& path) const {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    ASSERT_TRUE(out) << "cannot write " << path;
-    out << nlohmann::json{{"tensors", index_}, {"cases", cases_}}.dump() << '\n';
-    out.write(reinterpret_cast<const char*>(data_.data()),
-              static_cast<std::streamsize>(data_.size() * sizeof(float)));
-    ASSERT_TRUE(out.good()) << "writing " << path << " failed";
-  }
-
- private:
-  nlohmann::json index_ = nlohmann::json::array();
-  nlohmann::json cases_ = nlohmann::json::array();
-  std::vector<float> data_;
-};
 
 nlohmann::json lengths_json(const std::vector<std::int32_t>& lengths) {
   return lengths.empty() ? nlohmann::json(nullptr) : nlohmann::json(lengths);
