@@ -9,6 +9,8 @@
 #   benchmarks/compare_pytorch_gpt.sh [build-dir] [steps] [threads] [model]
 #                                      (defaults: build 50 2 gpt-char)
 #   environment: WARMUP=5 steps before the measured ones, BATCH=12, DATA=/usr/share/games/fortunes
+#                REPEAT=1 rounds of (sgemm, noeira, PyTorch), alternating, so that a slow spell
+#                of a shared machine falls on both; each round's figures, then the best round's
 #                FULL=1 also trains both for FULL_STEPS=2000 steps (noeira's default run) and
 #                prints both validation losses (see below)
 #
@@ -40,6 +42,7 @@ batch=${BATCH:-12}
 data=${DATA:-/usr/share/games/fortunes}
 full=${FULL:-0}
 full_steps=${FULL_STEPS:-2000}
+repeat=${REPEAT:-1}
 python=/usr/bin/python3
 
 noeira=$build/noeira
@@ -58,21 +61,24 @@ load_before=$(cut -d' ' -f1 /proc/loadavg)
 echo "== load average before: $load_before (1 min)"
 awk -v l="$load_before" 'BEGIN { exit !(l > 1.0) }' &&
   echo "   warning: the machine is busy; the figures below will be slower than its own"
-echo "== sgemm rate (OpenBLAS, $threads threads)"
-# The best of three: a peak rate, and one repetition on a shared machine can be slowed by others.
-"$bench" --benchmark_filter='BM_Sgemm1024' --benchmark_format=json --benchmark_min_time=0.5 \
-  --benchmark_repetitions=3 > "$work/sgemm.json"
+for ((r = 1; r <= repeat; ++r)); do
+  echo "== round $r of $repeat: sgemm rate (OpenBLAS, $threads threads)"
+  # Three repetitions; the best of every round is the peak (others' load only ever slows it).
+  "$bench" --benchmark_filter='BM_Sgemm1024' --benchmark_format=json --benchmark_min_time=0.5 \
+    --benchmark_repetitions=3 > "$work/sgemm$r.json"
 
-echo "== noeira train --model $model ($warmup + $steps steps, batch $batch, $threads threads)"
-"$noeira" train --data text "${data_flag[@]}" --model "$model" --batch "$batch" \
-  --steps "$total" --eval-every "$total" --eval-batches 1 --log-every 1 --threads "$threads" \
-  --out "$work/noeira" > "$work/noeira.out"
-grep -E '^noeira train:|^  ' "$work/noeira.out"
+  echo "== round $r: noeira train --model $model ($warmup + $steps steps, batch $batch," \
+       "$threads threads)"
+  "$noeira" train --data text "${data_flag[@]}" --model "$model" --batch "$batch" \
+    --steps "$total" --eval-every "$total" --eval-batches 1 --log-every 1 --threads "$threads" \
+    --out "$work/noeira$r" > "$work/noeira$r.out"
+  [[ $r == 1 ]] && grep -E '^noeira train:|^  ' "$work/noeira$r.out"
 
-echo "== PyTorch ($warmup + $steps steps, batch $batch, $threads threads)"
-"$python" "$here/pytorch_gpt.py" train --data "$data" --model "$model" --batch "$batch" \
-  --steps "$total" --time-from "$warmup" --threads "$threads" > "$work/torch.out"
-grep -v '^{' "$work/torch.out"
+  echo "== round $r: PyTorch ($warmup + $steps steps, batch $batch, $threads threads)"
+  "$python" "$here/pytorch_gpt.py" train --data "$data" --model "$model" --batch "$batch" \
+    --steps "$total" --time-from "$warmup" --threads "$threads" > "$work/torch$r.out"
+  [[ $r == 1 ]] && grep -v '^{' "$work/torch$r.out"
+done
 
 if [[ $full == 1 ]]; then
   every=$((full_steps % 250 == 0 ? 250 : full_steps))
@@ -92,9 +98,9 @@ if [[ $full == 1 ]]; then
 fi
 
 echo "== load average after: $(cut -d' ' -f1 /proc/loadavg) (1 min, this script's runs included)"
-"$python" - "$work" "$full" "$batch" <<'PY'
+"$python" - "$work" "$full" "$batch" "$repeat" <<'PY'
 import json, math, re, statistics, sys
-work, full, batch = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3])
+work, full, batch, repeat = sys.argv[1], sys.argv[2] == "1", int(sys.argv[3]), int(sys.argv[4])
 failures = []
 
 def last_json(path):
@@ -108,49 +114,60 @@ def header(path):
         sys.exit("compare_pytorch_gpt: no header line in " + path)
     return [int(g) for g in m.groups()]
 
-peak = max(b["gflops"] for b in json.load(open(f"{work}/sgemm.json"))["benchmarks"]
+peak = max(b["gflops"] for r in range(1, repeat + 1)
+           for b in json.load(open(f"{work}/sgemm{r}.json"))["benchmarks"]
            if b["name"] == "BM_Sgemm1024/real_time" and b.get("run_type") == "iteration") * 1e9
-theirs = last_json(f"{work}/torch.out")
-params, train_tokens, val_tokens, vocab = header(f"{work}/noeira.out")
-if [params, train_tokens, val_tokens, vocab] != [theirs["params"], theirs["train_tokens"],
-                                                 theirs["validation_tokens"], theirs["vocabulary"]]:
-    failures.append("the two disagree: noeira %s, pytorch %s" % (
-        [params, train_tokens, val_tokens, vocab],
-        [theirs[k] for k in ("params", "train_tokens", "validation_tokens", "vocabulary")]))
-block, time_from = theirs["block"], theirs["time_from"]
-records = [json.loads(l) for l in open(f"{work}/noeira/metrics.jsonl")]
-elapsed = {r["step"]: r["elapsed_s"] for r in records if r["type"] == "step"}
-elapsed.setdefault(0, 0.0)
-last = max(elapsed)
-ours = [elapsed[s] - elapsed[s - 1] for s in range(time_from + 1, last + 1)]
-losses = [r["loss"] for r in records if r["type"] == "step"]
-if not all(math.isfinite(l) for l in losses):
-    failures.append("noeira's training loss is not finite")
-tokens = batch * block
-flop = 6 * params * tokens
-limit = flop / peak
 
 def figures(times):
     mean = sum(times) / len(times)
     return mean, statistics.median(times), min(times)
+
+rounds = []  # per round: {"noeira": step times, "pytorch": step times}
+for r in range(1, repeat + 1):
+    theirs = last_json(f"{work}/torch{r}.out")
+    params, train_tokens, val_tokens, vocab = header(f"{work}/noeira{r}.out")
+    if [params, train_tokens, val_tokens, vocab] != [
+            theirs["params"], theirs["train_tokens"], theirs["validation_tokens"],
+            theirs["vocabulary"]]:
+        failures.append("the two disagree: noeira %s, pytorch %s" % (
+            [params, train_tokens, val_tokens, vocab],
+            [theirs[k] for k in ("params", "train_tokens", "validation_tokens", "vocabulary")]))
+    block, time_from = theirs["block"], theirs["time_from"]
+    records = [json.loads(l) for l in open(f"{work}/noeira{r}/metrics.jsonl")]
+    elapsed = {x["step"]: x["elapsed_s"] for x in records if x["type"] == "step"}
+    elapsed.setdefault(0, 0.0)
+    ours = [elapsed[s] - elapsed[s - 1] for s in range(time_from + 1, max(elapsed) + 1)]
+    if not all(math.isfinite(x["loss"]) for x in records if x["type"] == "step"):
+        failures.append("noeira's training loss is not finite")
+    rounds.append({"noeira": ours, "pytorch": theirs["step_times"]})
+tokens = batch * block
+flop = 6 * params * tokens
+limit = flop / peak
 
 print()
 print(f"params {params}, batch {batch} x block {block} = {tokens} tokens per step, "
       f"6*params*tokens = {flop / 1e9:.2f} GFLOP per step")
 print(f"sgemm peak (1024^3) {peak / 1e9:.1f} GFLOP/s -> GEMM limit {1e3 * limit:.2f} ms/step "
       f"({tokens / limit:.0f} tokens/s)")
+
+def report(label, row):
+    print(label)
+    for name in ("noeira", "pytorch"):
+        mean, median, best = row[name]
+        print(f"  {name:8s} {1e3 * mean:8.2f} ms/step mean (median {1e3 * median:.2f}, best "
+              f"step {1e3 * best:.2f})  {tokens / mean:8.0f} tokens/s  "
+              f"{limit / mean:5.1%} of the GEMM limit")
+    n, t = row["noeira"], row["pytorch"]
+    print(f"  noeira / pytorch tokens/s: {t[0] / n[0]:.2f}x mean, {t[1] / n[1]:.2f}x median, "
+          f"{t[2] / n[2]:.2f}x best step (issue targets: >= 2x on gpt-char, >= 1.3x on gpt-small)")
+
+rows = [{k: figures(v) for k, v in rd.items()} for rd in rounds]
 print()
-rows = {}
-for name, times in (("noeira", ours), ("pytorch", theirs["step_times"])):
-    mean, median, best = rows[name] = figures(times)
-    print(f"{name:8s} {1e3 * mean:8.2f} ms/step mean ({len(times)} steps; median "
-          f"{1e3 * median:.2f}, best {1e3 * best:.2f})  {tokens / mean:8.0f} tokens/s  "
-          f"{limit / mean:5.1%} of the GEMM limit")
-ratio = rows["pytorch"][0] / rows["noeira"][0]
-print(f"noeira / pytorch tokens/s: {ratio:.2f}x mean, "
-      f"{rows['pytorch'][1] / rows['noeira'][1]:.2f}x median, "
-      f"{rows['pytorch'][2] / rows['noeira'][2]:.2f}x best step "
-      "(issue targets: >= 2x on gpt-char, >= 1.3x on gpt-small)")
+for r, row in enumerate(rows, 1):
+    report(f"round {r} ({len(rounds[r - 1]['noeira'])} measured steps each):", row)
+if repeat > 1:
+    report(f"best round of each ({repeat} rounds, by the mean):",
+           {k: min((row[k] for row in rows), key=lambda f: f[0]) for k in ("noeira", "pytorch")})
 
 if full:
     ours_evals = [json.loads(l) for l in open(f"{work}/full/metrics.jsonl")]
