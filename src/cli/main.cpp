@@ -20,6 +20,7 @@
 #include "distributed/residency.hpp"
 #include "train/presets.hpp"
 #include "io/checkpoint_reader.hpp"
+#include "kernels/cpu/blas_core.hpp"
 #include "train/dataset.hpp"
 #include "train/generate.hpp"
 #include "train/run.hpp"
@@ -110,6 +111,9 @@ int eval_main(Command& c) {
 
 int main(int argc, char** argv) {
   using namespace noeira::cli;
+  // First of all: OpenBLAS on its generic kernels on a CPU it does not know starts again on the
+  // right ones (kernels/cpu/blas_core.hpp; 2-10x faster GEMMs where it applies).
+  noeira::cpu::reexec_with_blas_core(argv);
   CLI::App app{"noeira: train neural networks on CPUs and GPUs, on one machine or many"};
   app.require_subcommand(1);
   Command train;
