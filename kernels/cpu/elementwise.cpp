@@ -2,6 +2,7 @@
 #include "kernels/cpu/activation_dispatch.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vector_isa.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::cpu {
@@ -79,7 +80,11 @@ void gated_product_backward(Stream, float* dx, const float* dy, const float* x, 
 void activation_forward(Stream, Activation a, float* y, const float* x, std::int64_t n) {
   with_activation(a, [&](auto tag) {
     constexpr Activation A = decltype(tag)::value;
-    parallel_for(n, [&](std::int64_t i) { y[i] = act::forward(A, x[i]); });
+    parallel_for_chunks(n, [&](std::int64_t i0, std::int64_t i1) {
+      with_vector_isa([&] {
+        for (std::int64_t i = i0; i < i1; ++i) y[i] = act::forward(A, x[i]);
+      });
+    });
   });
 }
 
@@ -88,10 +93,14 @@ void activation_backward(Stream, Activation a, float* dx, const float* dy, const
   // x or y may be null when the activation's derivative does not read it.
   with_activation(a, [&](auto tag) {
     constexpr Activation A = decltype(tag)::value;
-    parallel_for(n, [&](std::int64_t i) {
-      const float xi = x != nullptr ? x[i] : 0.0f;
-      const float yi = y != nullptr ? y[i] : 0.0f;
-      dx[i] = dy[i] * act::derivative(A, xi, yi);
+    parallel_for_chunks(n, [&](std::int64_t i0, std::int64_t i1) {
+      with_vector_isa([&] {
+        for (std::int64_t i = i0; i < i1; ++i) {
+          const float xi = x != nullptr ? x[i] : 0.0f;
+          const float yi = y != nullptr ? y[i] : 0.0f;
+          dx[i] = dy[i] * act::derivative(A, xi, yi);
+        }
+      });
     });
   });
 }

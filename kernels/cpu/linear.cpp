@@ -6,6 +6,7 @@
 #include "kernels/cpu/activation_dispatch.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vector_isa.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::cpu {
@@ -25,19 +26,21 @@ void linear_forward(Stream, Activation a, float* y, float* pre, const float* x, 
   with_activation(a, [&](auto tag) {
     constexpr Activation A = decltype(tag)::value;
     parallel_for_rows(rows, out, [&](std::int64_t r) {
-      float* __restrict yr = y + r * out;
-      if (b != nullptr) {
-        for (std::int64_t c = 0; c < out; ++c) yr[c] += b[c];
-      }
-      if constexpr (activation_needs_input(A)) {
-        if (pre != nullptr) {
-          float* __restrict pr = pre + r * out;
-          for (std::int64_t c = 0; c < out; ++c) pr[c] = yr[c];
+      with_vector_isa([&] {
+        float* __restrict yr = y + r * out;
+        if (b != nullptr) {
+          for (std::int64_t c = 0; c < out; ++c) yr[c] += b[c];
         }
-      }
-      if constexpr (A != Activation::Identity) {
-        for (std::int64_t c = 0; c < out; ++c) yr[c] = act::forward(A, yr[c]);
-      }
+        if constexpr (activation_needs_input(A)) {
+          if (pre != nullptr) {
+            float* __restrict pr = pre + r * out;
+            for (std::int64_t c = 0; c < out; ++c) pr[c] = yr[c];
+          }
+        }
+        if constexpr (A != Activation::Identity) {
+          for (std::int64_t c = 0; c < out; ++c) yr[c] = act::forward(A, yr[c]);
+        }
+      });
     });
   });
 }
@@ -53,15 +56,17 @@ void linear_backward(Stream, Activation a, GradMode mode, float* dx, float* dw, 
     with_activation(a, [&](auto tag) {
       constexpr Activation A = decltype(tag)::value;
       parallel_for_rows(rows, out, [&](std::int64_t r) {
-        const std::int64_t o = r * out;
-        float* __restrict dp = dpre + o;
-        const float* __restrict dyr = dy + o;
-        const float* __restrict yr = y + o;
-        const float* __restrict pr = activation_needs_input(A) ? pre + o : nullptr;
-        for (std::int64_t c = 0; c < out; ++c) {
-          const float z = activation_needs_input(A) ? pr[c] : 0.0f;
-          dp[c] = dyr[c] * act::derivative(A, z, yr[c]);
-        }
+        with_vector_isa([&] {
+          const std::int64_t o = r * out;
+          float* __restrict dp = dpre + o;
+          const float* __restrict dyr = dy + o;
+          const float* __restrict yr = y + o;
+          const float* __restrict pr = activation_needs_input(A) ? pre + o : nullptr;
+          for (std::int64_t c = 0; c < out; ++c) {
+            const float z = activation_needs_input(A) ? pr[c] : 0.0f;
+            dp[c] = dyr[c] * act::derivative(A, z, yr[c]);
+          }
+        });
       });
     });
     g = dpre;
@@ -73,13 +78,16 @@ void linear_backward(Stream, Activation a, GradMode mode, float* dx, float* dw, 
               as_blas_int(in));
   if (db != nullptr) {
     // Column sums in row order: a fixed order, so the result is the same for any thread count.
-    if (mode == GradMode::Overwrite) {
-      for (std::int64_t c = 0; c < out; ++c) db[c] = 0.0f;
-    }
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* gr = g + r * out;
-      for (std::int64_t c = 0; c < out; ++c) db[c] += gr[c];
-    }
+    with_vector_isa([&] {
+      if (mode == GradMode::Overwrite) {
+        for (std::int64_t c = 0; c < out; ++c) db[c] = 0.0f;
+      }
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float* __restrict gr = g + r * out;
+        float* __restrict d = db;
+        for (std::int64_t c = 0; c < out; ++c) d[c] += gr[c];
+      }
+    });
   }
   // Then the input gradient: dx[rows,in] = g · w
   if (dx != nullptr) {

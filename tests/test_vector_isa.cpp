@@ -1,0 +1,145 @@
+// The element-wise loops at every vector width the CPU has (kernels/cpu/vector_isa.hpp): the
+// AVX2 and AVX-512 copies give the same bits as the SSE2 one; and GELU's tanh form, computed
+// through the vectorizable exponential, against float64.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gradcheck.hpp"
+#include "kernels/activation_math.hpp"
+#include "kernels/cpu/vector_isa.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace noeira {
+namespace {
+
+using cpu::VectorIsa;
+using testing::random_values;
+
+const KernelTable& kernels() { return kernels_for(Target::Cpu); }
+
+std::string isa_name(VectorIsa isa) {
+  switch (isa) {
+    case VectorIsa::Sse2: return "sse2";
+    case VectorIsa::Avx2: return "avx2";
+    case VectorIsa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+// Restores the detected width when a test ends.
+struct IsaGuard {
+  ~IsaGuard() { cpu::set_vector_isa(cpu::best_vector_isa()); }
+};
+
+std::vector<VectorIsa> available_isas() {
+  std::vector<VectorIsa> out;
+  for (VectorIsa isa : {VectorIsa::Sse2, VectorIsa::Avx2, VectorIsa::Avx512}) {
+    if (static_cast<int>(isa) <= static_cast<int>(cpu::best_vector_isa())) out.push_back(isa);
+  }
+  return out;
+}
+
+// Everything a LinearAct forward + backward writes, at one vector width.
+std::vector<float> linear_outputs(Activation act, std::int64_t rows, std::int64_t in,
+                                  std::int64_t out) {
+  const std::vector<float> x = random_values(static_cast<std::size_t>(rows * in), 1, -4.0f, 4.0f);
+  const std::vector<float> w = random_values(static_cast<std::size_t>(out * in), 2, -1.0f, 1.0f);
+  const std::vector<float> b = random_values(static_cast<std::size_t>(out), 3);
+  const std::vector<float> dy = random_values(static_cast<std::size_t>(rows * out), 4);
+  std::vector<float> y(static_cast<std::size_t>(rows * out)), pre(y.size()), dpre(y.size());
+  std::vector<float> dx(x.size()), dw(w.size()), db(b.size());
+  const KernelTable& k = kernels();
+  k.linear_forward(nullptr, act, y.data(), pre.data(), x.data(), w.data(), b.data(), rows, in,
+                   out);
+  k.linear_backward(nullptr, act, GradMode::Overwrite, dx.data(), dw.data(), db.data(),
+                    dpre.data(), dy.data(), x.data(), w.data(), y.data(), pre.data(), rows, in,
+                    out);
+  std::vector<float> all;
+  for (const std::vector<float>* v : {&y, &pre, &dpre, &dx, &dw, &db}) {
+    all.insert(all.end(), v->begin(), v->end());
+  }
+  // The stand-alone activation kernels over the same pre-activations.
+  std::vector<float> ya(pre.size()), dxa(pre.size());
+  k.activation_forward(nullptr, act, ya.data(), pre.data(), static_cast<std::int64_t>(pre.size()));
+  k.activation_backward(nullptr, act, dxa.data(), dy.data(), pre.data(), ya.data(),
+                        static_cast<std::int64_t>(pre.size()));
+  all.insert(all.end(), ya.begin(), ya.end());
+  all.insert(all.end(), dxa.begin(), dxa.end());
+  return all;
+}
+
+TEST(VectorIsa, EveryWidthGivesTheBitsOfSse2) {
+  IsaGuard guard;
+  // Rows of 67 and 520 columns: vector bodies and scalar tails at every width; 300 x 520 is past
+  // the parallel grain, so the threads split the flat activation loops too.
+  for (Activation act : {Activation::Identity, Activation::ReLU, Activation::GeluTanh,
+                         Activation::Sigmoid, Activation::SiLU, Activation::Tanh}) {
+    for (std::int64_t out : {67, 520}) {
+      cpu::set_vector_isa(VectorIsa::Sse2);
+      const std::vector<float> ref = linear_outputs(act, 300, 24, out);
+      for (VectorIsa isa : available_isas()) {
+        SCOPED_TRACE(std::string(to_string(act)) + " out " + std::to_string(out) + " " + isa_name(isa));
+        cpu::set_vector_isa(isa);
+        const std::vector<float> got = linear_outputs(act, 300, 24, out);
+        ASSERT_EQ(got.size(), ref.size());
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < ref.size(); ++i) {
+          std::uint32_t a, b;
+          std::memcpy(&a, &ref[i], 4);
+          std::memcpy(&b, &got[i], 4);
+          differ += a != b;
+        }
+        EXPECT_EQ(differ, 0u);
+      }
+    }
+  }
+}
+
+TEST(VectorIsa, GeluTanhAndItsDerivativeMatchFloat64) {
+  double worst_y = 0.0, worst_d = 0.0;
+  for (double xd = -30.0; xd <= 30.0; xd += 1.0 / 1024.0) {
+    const float x = static_cast<float>(xd);
+    const double u = 0.7978845608028654 * (x + 0.044715 * x * x * static_cast<double>(x));
+    // 0.5·x·(1 + tanh u) = x·s, s = 1 / (1 + e^(-2u)): in double without 1 + tanh's
+    // cancellation, so that the tiny outputs of negative x have a reference too.
+    const double s = 1.0 / (1.0 + std::exp(-2.0 * u));
+    const double y = x * s;
+    const double d = s + 2.0 * x * s * (1.0 - s) * 0.7978845608028654 *
+                             (1.0 + 3.0 * 0.044715 * x * static_cast<double>(x));
+    const float gy = act::forward(Activation::GeluTanh, x);
+    const float gd = act::derivative(Activation::GeluTanh, x, gy);
+    // Outputs below 1e-20 (x < -7.8) count absolutely: there the float inner term alone is off
+    // by a few 1e-6 relative, and past x = -9.7 the gate is 0 (e^(-2u) > e^80, y < 1e-34).
+    worst_y = std::max(worst_y, std::abs(gy - y) / (std::abs(y) + 1e-20));
+    worst_d = std::max(worst_d, std::abs(gd - d) / (std::abs(d) + 1e-6));
+    if (x < -10.0f) {
+      EXPECT_EQ(gy, 0.0f) << x;
+    }
+  }
+  EXPECT_LT(worst_y, 1e-5);
+  EXPECT_LT(worst_d, 1e-3);
+  EXPECT_TRUE(std::isnan(act::forward(Activation::GeluTanh, NAN)));
+}
+
+TEST(VectorIsa, ExponentialIsWithinTwoUlpsAndClamps) {
+  double worst = 0.0;
+  for (double xd = -87.0; xd <= 88.0; xd += 1.0 / 4096.0) {
+    const float x = static_cast<float>(xd);
+    const double ref = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::abs(act::exp_vectorizable(x) - ref) / ref);
+  }
+  EXPECT_LT(worst, 2.0 * 5.96e-8);
+  EXPECT_GT(act::exp_vectorizable(INFINITY), 1e38f);
+  EXPECT_GT(act::exp_vectorizable(-INFINITY), 0.0f);
+  EXPECT_LT(act::exp_vectorizable(-INFINITY), 1.3e-38f);
+  EXPECT_TRUE(std::isnan(act::exp_vectorizable(NAN)));
+}
+
+}  // namespace
+}  // namespace noeira
