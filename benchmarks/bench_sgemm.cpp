@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/cpu/blas_core.hpp"
+
 namespace {
 
 struct Shape {
@@ -100,4 +102,14 @@ BENCHMARK(BM_Sgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
-BENCHMARK_MAIN();
+// The rate of the kernels noeira trains with: on a CPU OpenBLAS does not know, the same
+// OPENBLAS_CORETYPE noeira starts again with (kernels/cpu/blas_core.hpp), named in the context.
+int main(int argc, char** argv) {
+  noeira::cpu::reexec_with_blas_core(argv);
+  benchmark::AddCustomContext("openblas_core", noeira::cpu::blas_core());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -18,6 +18,7 @@
 #include "distributed/sim_process_group.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "io/params_file.hpp"
+#include "kernels/cpu/blas_core.hpp"
 #include "train/presets.hpp"
 #include "train/run_data.hpp"
 #include "train/saved_model.hpp"
@@ -210,7 +211,9 @@ TrainOutcome run_train(const TrainConfig& given) {
                                    " parameters), ", run.describe(cfg)));
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
                                    "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
-                                   ", policy ", cfg.policy, ", threads per rank ", threads));
+                                   ", policy ", cfg.policy, ", threads per rank ", threads,
+                                   target == Target::Cpu ? ", OpenBLAS kernels " : "",
+                                   target == Target::Cpu ? cpu::blas_core() : std::string()));
       progress.note(detail::concat(
           "  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (", cfg.schedule, "), batch ",
           cfg.batch, is_text(cfg) ? ", steps " : ", epochs ", is_text(cfg) ? cfg.steps : cfg.epochs,
