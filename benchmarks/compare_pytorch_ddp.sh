@@ -3,7 +3,8 @@
 # ranks x 1 thread) and PyTorch DDP / DDP + ZeroRedundancyOptimizer (gloo, 2 processes x 1 thread,
 # benchmarks/pytorch_ddp.py with /usr/bin/python3 and Debian's python3-torch): the same MLP
 # (784-256-128-10, ReLU), global batch 100 (50 per rank), Adam lr 1e-3 with cosine decay,
-# Fashion-MNIST, one epoch each.
+# Fashion-MNIST, one epoch each. PyTorch runs on the OpenBLAS kernels noeira ran on
+# (OPENBLAS_CORETYPE, named in noeira's header; see kernels/cpu/blas_core.hpp), like for like.
 #
 #   benchmarks/compare_pytorch_ddp.sh [build-dir] [repeats]     (defaults: build 1)
 #
@@ -45,9 +46,11 @@ for ((r = 1; r <= repeats; r++)); do
       > "$work/noeira-$policy-$r.out" 2>&1 || { cat "$work/noeira-$policy-$r.out" >&2; exit 1; }
     grep -E '^epoch' "$work/noeira-$policy-$r.out"
   done
+  core=$(sed -n 's/.*OpenBLAS kernels \([A-Za-z0-9]*\).*/\1/p' "$work/noeira-ddp-$r.out" | head -1)
+  [[ -n $core ]] || { echo "compare_pytorch_ddp: noeira named no OpenBLAS kernels" >&2; exit 1; }
   for policy in ddp zero; do
-    echo "== PyTorch $policy, $np processes x 1 thread (run $r/$repeats)"
-    "$python" "$here/pytorch_ddp.py" --policy "$policy" --world "$np" --threads 1 \
+    echo "== PyTorch $policy, $np processes x 1 thread, OPENBLAS_CORETYPE=$core (run $r/$repeats)"
+    OPENBLAS_CORETYPE=$core "$python" "$here/pytorch_ddp.py" --policy "$policy" --world "$np" --threads 1 \
       --data-dir "$data_dir" --epochs 1 --batch 100 --lr 1e-3 > "$work/torch-$policy-$r.out"
     grep -v '^{' "$work/torch-$policy-$r.out"
   done
