@@ -44,13 +44,13 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
   const Output o = noeira(dir, "train --help");
   EXPECT_EQ(o.code, 0);
   for (const char* s : {"--model TEXT=mlp", "--data TEXT:{fashion-mnist,mnist,cifar10,text}=fashion-mnist",
-                        "--epochs INT:POSITIVE=5", "--batch INT:POSITIVE=100", "=adam",
-                        "--lr FLOAT:POSITIVE=0.001", "--weight-decay", "--schedule", "--warmup",
+                        "--epochs INT:[1..1000000]=5", "--batch INT:[1..1000000]=100", "=adam",
+                        "--lr FLOAT:[1e-12..1e+30]=0.001", "--weight-decay", "--schedule", "--warmup",
                         "--min-lr", "--grad-clip", "--seed UINT=1", "--threads", "--out",
                         "--log-format", "--log-every", "--config", "--data-dir", "--limit-train",
                         "--policy TEXT:{ddp,zero1,zero2,zero3}=ddp", "--sim-ranks", "--bucket-mb",
                         "--watchdog-timeout", "--report-memory", "--checkpoint-dir",
-                        "--checkpoint-every", "--keep-last INT:NONNEGATIVE=3", "--resume",
+                        "--checkpoint-every", "--keep-last INT:[0..1000000]=3", "--resume",
                         "--device TEXT:{cpu,cuda}=cpu", "--allow-tf32"}) {
     EXPECT_NE(o.out.find(s), std::string::npos) << s;
   }

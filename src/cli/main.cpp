@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/bounds.hpp"
 #include "cli/options.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/residency.hpp"
@@ -63,13 +64,14 @@ void add_generate_command(CLI::App& app, GenerateConfig& g) {
   a->add_option("--checkpoint", g.checkpoint, "Or a checkpoint (directory, its latest)");
   a->add_option("--model", g.model, "Model preset (empty: the one the file names)");
   a->add_option("--prompt", g.prompt, "Text to continue");
-  a->add_option("--tokens", g.tokens, "Tokens to generate")->check(CLI::NonNegativeNumber);
+  a->add_option("--tokens", g.tokens, "Tokens to generate")->check(whole_in(0, 1'000'000));
   a->add_option("--temperature", g.temperature,
                 "Softmax temperature (0: always the most likely token)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(real_in(0.0, 1e3));
   a->add_option("--top-k", g.top_k, "Sample among the k most likely tokens (0: all)")
-      ->check(CLI::NonNegativeNumber);
-  a->add_option("--seed", g.seed, "Seed of the sampling: the same seed gives the same text");
+      ->check(whole_in(0, 1'000'000));
+  a->add_option("--seed", g.seed, "Seed of the sampling: the same seed gives the same text")
+      ->check(any_uint64());
   a->add_option("--device", g.device, "cpu or cuda")->check(CLI::IsMember(kDeviceNames.names()));
 }
 
@@ -129,6 +131,22 @@ int main(int argc, char** argv) {
       ->required();
   train.sibling = eval.app;
   eval.sibling = train.app;
+  // CLI11 would call a misspelt subcommand a missing one ("A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::string known;
+    bool found = false;
+    const CLI::App& top = app;
+    for (const CLI::App* sub : top.get_subcommands([](const CLI::App*) { return true; })) {
+      found = found || sub->get_name() == word;
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::cerr << "noeira: error: unknown subcommand " << shown_argument(word) << " (one of "
+                << known << "; see noeira --help)\n";
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

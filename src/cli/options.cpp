@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli/bounds.hpp"
 #include "cli/json_config.hpp"
 #include "distributed/residency.hpp"
 #include "kernels/error.hpp"
@@ -18,6 +19,25 @@
 namespace noeira::cli {
 
 namespace {
+
+// What a flag may be. Counts reach far beyond any real run yet stay small enough that their
+// products (epochs x steps per epoch, steps x batch rows, rows x features) are nowhere near
+// int64's limit, so the trainer's arithmetic never overflows.
+constexpr std::int64_t kMaxSteps = 1'000'000'000;    // steps, step intervals, warmup
+constexpr std::int64_t kMaxSamples = 1'000'000'000;  // --limit-train, --limit-test
+constexpr std::int64_t kMaxEpochs = 1'000'000;
+constexpr std::int64_t kMaxRows = 1'000'000;         // batches, windows, tokens per window
+constexpr std::int64_t kMaxThreads = 1024;
+constexpr std::int64_t kMaxSimRanks = 256;           // threads of one process
+// Learning rates are float32: below 1e-12 an update vanishes against any weight; 1e30 keeps
+// lr x gradient inside float's range for the step that shows the run diverging.
+constexpr double kMinLr = 1e-12;
+constexpr double kMaxLr = 1e30;
+constexpr double kMaxBeta = 0.999999;  // at 1, Adam's bias correction divides by zero
+constexpr double kMaxWeightDecay = 1e3;
+// The watchdog counts whole milliseconds.
+constexpr double kMinWatchdogSeconds = 0.001;
+constexpr double kMaxWatchdogSeconds = 1e6;
 
 std::string preset_list() {
   std::string s;
@@ -51,9 +71,9 @@ void add_common_options(Command& c) {
                "text: char (the training text's characters) or byte (256 ids)")
       ->check(CLI::IsMember(kTokenizerNames.names()));
   a.add_option("--limit-test", t.limit_test, "Evaluate on the first N test samples only (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, kMaxSamples));
   a.add_option("--threads", t.threads, "OpenMP and OpenBLAS threads (0: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, kMaxThreads));
   a.add_option("--device", t.device,
                "cpu, or cuda: tensors on the GPU (one per MPI rank, NCCL between them; "
                "--sim-ranks N simulates N ranks on one GPU)")
@@ -120,44 +140,45 @@ void add_train_command(CLI::App& app, Command& c) {
                "Model preset (with --data text the default is gpt-char):" + preset_list());
   add_common_options(c);
   a.add_option("--steps", t.steps, "text: optimizer steps of the run")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, kMaxSteps));
   a.add_option("--eval-every", t.eval_every,
                "text: steps between evaluations of the validation loss (must divide --steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, kMaxSteps));
   a.add_option("--block", t.block,
                "text: tokens per window, up to the preset's block (0: the preset's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, kMaxRows));
   a.add_option("--eval-batches", t.eval_batches,
                "text: batches of validation windows per evaluation (a fixed set)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, kMaxRows));
   a.add_option("--limit-train", t.limit_train, "Train on the first N samples only (0: all)")
-      ->check(CLI::NonNegativeNumber);
-  a.add_option("--epochs", t.epochs, "Passes over the training set")->check(CLI::PositiveNumber);
+      ->check(whole_in(0, kMaxSamples));
+  a.add_option("--epochs", t.epochs, "Passes over the training set")
+      ->check(whole_in(1, kMaxEpochs));
   a.add_option("--batch", t.batch, "Global batch size (all ranks together)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, kMaxRows));
   a.add_option("--eval-batch", t.eval_batch, "Batch size of the evaluation")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, kMaxRows));
   a.add_option("--optimizer", t.optimizer, "sgd, adam or adamw")
       ->check(CLI::IsMember(kOptimizerNames.names()));
-  a.add_option("--lr", t.lr, "Base learning rate")->check(CLI::PositiveNumber);
-  a.add_option("--momentum", t.momentum, "SGD momentum (0: none)")->check(CLI::NonNegativeNumber);
-  a.add_option("--beta1", t.beta1, "Adam's first-moment decay")->check(CLI::Range(0.0, 1.0));
-  a.add_option("--beta2", t.beta2, "Adam's second-moment decay")->check(CLI::Range(0.0, 1.0));
+  a.add_option("--lr", t.lr, "Base learning rate")->check(real_in(kMinLr, kMaxLr));
+  a.add_option("--momentum", t.momentum, "SGD momentum (0: none)")->check(real_in(0.0, 1.0));
+  a.add_option("--beta1", t.beta1, "Adam's first-moment decay")->check(real_in(0.0, kMaxBeta));
+  a.add_option("--beta2", t.beta2, "Adam's second-moment decay")->check(real_in(0.0, kMaxBeta));
   a.add_option("--weight-decay", t.weight_decay,
                "Weight decay (L2 for sgd and adam, decoupled for adamw); not on biases")
-      ->check(CLI::NonNegativeNumber);
+      ->check(real_in(0.0, kMaxWeightDecay));
   a.add_option("--schedule", t.schedule, "Learning-rate schedule: constant, warmup, warmup_cosine")
       ->check(CLI::IsMember(kScheduleNames.names()));
   a.add_option("--warmup", t.warmup, "Warmup steps (warmup, warmup_cosine)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, kMaxSteps));
   a.add_option("--min-lr", t.min_lr, "Final learning rate of warmup_cosine")
-      ->check(CLI::NonNegativeNumber);
+      ->check(real_in(0.0, kMaxLr));
   a.add_option("--grad-clip", t.grad_clip, "Clip gradients to this global norm (0: off)")
-      ->check(CLI::NonNegativeNumber);
-  a.add_option("--seed", t.seed, "Seed of initialization and data order");
+      ->check(real_in(0.0, kMaxLr));
+  a.add_option("--seed", t.seed, "Seed of initialization and data order")->check(any_uint64());
   a.add_option("--out", t.out, "Output directory (empty: runs/<model>-<data>-<date-time>)");
   a.add_option("--log-every", t.log_every, "Steps between step records (0: epochs only)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, kMaxSteps));
   a.add_option("--policy", t.policy,
                "Data-parallel sharding policy: ddp (replicas), zero1 (shard optimizer state), "
                "zero2 (+ gradients), zero3 (+ parameters)")
@@ -165,12 +186,12 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--sim-ranks", t.sim_ranks,
                "Simulate N ranks as threads of this process (0: off); under mpirun the ranks are "
                "the MPI processes")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, kMaxSimRanks));
   a.add_option("--bucket-mb", t.bucket_mb, "DDP gradient bucket size in MiB")
-      ->check(CLI::PositiveNumber);
+      ->check(real_in(0.001, 1e5));
   a.add_option("--watchdog-timeout", t.watchdog_timeout,
                "Seconds a collective may wait for the other ranks before the run fails")
-      ->check(CLI::PositiveNumber);
+      ->check(real_in(kMinWatchdogSeconds, kMaxWatchdogSeconds));
   a.add_flag("--report-memory", t.report_memory,
              "Print each rank's parameter, gradient and optimizer memory after the first step");
   a.add_option("--checkpoint-dir", t.checkpoint_dir,
@@ -178,9 +199,9 @@ void add_train_command(CLI::App& app, Command& c) {
                "one and exit with 75");
   a.add_option("--checkpoint-every", t.checkpoint_every,
                "Steps between checkpoints (0: only at the end)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, kMaxSteps));
   a.add_option("--keep-last", t.keep_last, "Checkpoints kept (0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_in(0, kMaxRows));
   a.add_option("--resume", t.resume,
                "Continue from a checkpoint: latest (of --checkpoint-dir) or a path; any number "
                "of ranks and any policy");
@@ -197,16 +218,16 @@ void add_eval_command(CLI::App& app, Command& c) {
                "Or a checkpoint: a checkpoint directory (its latest), a step directory");
   a.add_option("--model", t.model, "Model preset (empty: the one the parameters file names)");
   add_common_options(c);
-  a.add_option("--eval-batch", t.eval_batch, "Batch size")->check(CLI::PositiveNumber);
+  a.add_option("--eval-batch", t.eval_batch, "Batch size")->check(whole_in(1, kMaxRows));
   // A text model's validation set is drawn as in training: the same windows for the same
   // batch, batches and seed (what the run's config.json holds).
   a.add_option("--batch", t.batch, "text: validation windows per batch")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, kMaxRows));
   a.add_option("--eval-batches", t.eval_batches, "text: batches of validation windows")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_in(1, kMaxRows));
   a.add_option("--block", t.block, "text: tokens per validation window (0: the preset's)")
-      ->check(CLI::NonNegativeNumber);
-  a.add_option("--seed", t.seed, "text: seed of the validation windows");
+      ->check(whole_in(0, kMaxRows));
+  a.add_option("--seed", t.seed, "text: seed of the validation windows")->check(any_uint64());
 }
 
 void finish_config(Command& c) {

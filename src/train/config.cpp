@@ -101,9 +101,10 @@ void validate(const TrainConfig& c) {
   if (!(c.bucket_mb > 0.0)) {
     throw InputError(detail::concat("--bucket-mb must be positive, got ", c.bucket_mb));
   }
-  if (!(c.watchdog_timeout > 0.0)) {
-    throw InputError(
-        detail::concat("--watchdog-timeout must be positive, got ", c.watchdog_timeout));
+  // The watchdog counts whole milliseconds: less would round to no timeout at all.
+  if (!(c.watchdog_timeout >= 0.001 && c.watchdog_timeout <= 1e6)) {
+    throw InputError(detail::concat("--watchdog-timeout must be from 0.001 to 1e6 seconds, got ",
+                                    c.watchdog_timeout));
   }
   if (!(c.lr > 0.0)) throw InputError(detail::concat("--lr must be positive, got ", c.lr));
 }
