@@ -1,15 +1,22 @@
 #include "core/tensor.hpp"
 
 #include <cstring>
+#include <optional>
 #include <sstream>
 
 #include "kernels/error.hpp"
+#include "kernels/size_math.hpp"
 
 namespace noeira {
 
 std::int64_t shape_numel(const Shape& shape) {
   std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
+  for (std::int64_t d : shape) {
+    const std::optional<std::int64_t> next = size_product({n, d});
+    NOEIRA_CHECK(next.has_value(), "tensor shape ", shape_string(shape),
+                 " has a negative dimension or more elements than int64 counts");
+    n = *next;
+  }
   return n;
 }
 

@@ -41,10 +41,13 @@ RowRange shard_rows(std::int64_t global_rows, int rank, int world) {
 RowRange global_batch(std::int64_t step, std::int64_t batch, std::int64_t n) {
   NOEIRA_CHECK(batch > 0 && step >= 0 && step < steps_per_epoch(batch, n), "global_batch: step ",
                step, " of an epoch of ", n, " samples in batches of ", batch);
-  const std::int64_t begin = step * batch;
-  return RowRange{begin, begin + batch < n ? begin + batch : n};
+  const std::int64_t begin = step * batch;  // < n: step < steps_per_epoch
+  return RowRange{begin, batch < n - begin ? begin + batch : n};
 }
 
-std::int64_t steps_per_epoch(std::int64_t batch, std::int64_t n) { return (n + batch - 1) / batch; }
+// Rounds up without n + batch - 1, which wraps for a batch near INT64_MAX.
+std::int64_t steps_per_epoch(std::int64_t batch, std::int64_t n) {
+  return n / batch + (n % batch != 0 ? 1 : 0);
+}
 
 }  // namespace noeira

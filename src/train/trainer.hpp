@@ -15,12 +15,14 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "core/module.hpp"
 #include "distributed/host_collectives.hpp"
 #include "distributed/policy.hpp"
 #include "distributed/units.hpp"
+#include "kernels/size_math.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
 #include "train/checkpointing.hpp"
@@ -65,7 +67,12 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   const std::int64_t steps = task.steps_per_period();
   const std::int64_t periods = task.periods();
   Optimizer optimizer(optimizer_config(cfg));
-  const LrSchedule schedule = lr_schedule(cfg, steps * periods);
+  const std::optional<std::int64_t> total_steps = size_product({steps, periods});
+  if (!total_steps) {
+    throw InputError(detail::concat("a run of ", periods, " periods of ", steps,
+                                    " steps has more steps than int64 counts"));
+  }
+  const LrSchedule schedule = lr_schedule(cfg, *total_steps);
 
   TrainSummary summary;
   // Names and shapes for checkpoints.
