@@ -1,14 +1,17 @@
 // Committing a checkpoint, the `latest` pointer, pruning, and turning a user's path into a step
 // directory (io/checkpoint.hpp).
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <system_error>
 
 #include "io/checkpoint.hpp"
 #include "io/checkpoint_format.hpp"
 #include "io/checkpoint_fs.hpp"
+#include "io/file_kind.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::io {
@@ -65,12 +68,37 @@ void discard(const std::filesystem::path& dir) {
   ckpt::remove_tree(trash);
 }
 
+// A step directory's name is 13 bytes: `latest` is read no further than one could be, so a huge
+// or endless file costs nothing, and what it holds is quoted with unprintable bytes escaped.
+constexpr std::size_t kMaxPointerBytes = 64;
+
+std::string printable(std::string_view s) {
+  std::string out;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\x%02x", u);
+      out += esc;
+    }
+  }
+  return out;
+}
+
 std::string read_small_file(const std::filesystem::path& file) {
+  require_regular_file(file, "a file holding a step directory's name");
   std::ifstream in(file, std::ios::binary);
   if (!in) throw InputError(detail::concat(file.string(), ": cannot read"));
-  std::ostringstream os;
-  os << in.rdbuf();
-  std::string s = os.str();
+  std::string s(kMaxPointerBytes + 1, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  s.resize(static_cast<std::size_t>(in.gcount()));
+  if (s.size() > kMaxPointerBytes) {
+    throw InputError(detail::concat(file.string(), ": holds more than ", kMaxPointerBytes,
+                                    " bytes ('", printable(s.substr(0, 16)),
+                                    "...'), not a step-NNNNNNNN directory name"));
+  }
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
 }
@@ -153,7 +181,7 @@ std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::pa
   if (!std::filesystem::exists(pointer, ec)) return std::nullopt;
   const std::string name = read_small_file(pointer);
   if (ckpt::parse_step_dir(name) < 0) {
-    throw InputError(detail::concat(pointer.string(), ": holds '", name,
+    throw InputError(detail::concat(pointer.string(), ": holds '", printable(name),
                                     "', not a step-NNNNNNNN directory name"));
   }
   const std::filesystem::path dir = ckpt_dir / name;

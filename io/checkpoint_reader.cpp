@@ -10,6 +10,7 @@
 
 #include "io/checkpoint_format.hpp"
 #include "io/checkpoint_fs.hpp"
+#include "io/file_kind.hpp"
 #include "io/h5.hpp"
 #include "kernels/error.hpp"
 
@@ -87,6 +88,7 @@ std::map<int, std::filesystem::path> find_rank_files(const std::filesystem::path
 }
 
 Handle open_file(const std::filesystem::path& file) {
+  require_regular_file(file);
   {
     // HDF5 reads the metadata in many small pieces; on a cold cache each is a disk round trip.
     // The writer packs it at the start of the file (meta block size), so ask for that region in

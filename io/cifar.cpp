@@ -4,15 +4,14 @@
 #include <cstring>
 #include <memory>
 
+#include "io/file_kind.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::io {
 
 void read_cifar_batch(const std::filesystem::path& file, CifarBatch& out) {
+  require_regular_file(file);
   std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    throw InputError(detail::concat(file.string(), ": file not found"));
-  }
   const std::uintmax_t size = std::filesystem::file_size(file, ec);
   if (ec) {
     throw InputError(detail::concat(file.string(), ": cannot read its size (", ec.message(), ")"));

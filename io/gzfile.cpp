@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "io/file_kind.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::io {
@@ -15,14 +16,8 @@ gzFile as_gz(void* h) { return static_cast<gzFile>(h); }
 }  // namespace
 
 GzFile::GzFile(const std::filesystem::path& file) : path_(file) {
-  // gzopen would happily open a directory and fail later with a vaguer message.
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    throw InputError(detail::concat(file.string(), ": file not found"));
-  }
-  if (std::filesystem::is_directory(file, ec)) {
-    throw InputError(detail::concat(file.string(), ": is a directory, expected a file"));
-  }
+  // gzopen would open a directory and fail later with a vaguer message, and block on a FIFO.
+  require_regular_file(file);
   handle_ = gzopen(file.c_str(), "rb");
   if (handle_ == nullptr) {
     throw InputError(detail::concat(file.string(), ": cannot open (", std::strerror(errno), ")"));

@@ -5,6 +5,7 @@
 
 #include "core/tensor.hpp"
 #include "io/h5.hpp"
+#include "io/file_kind.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::io {
@@ -18,10 +19,7 @@ std::string dataset_path(const std::string& name) { return "params/" + name + "/
 // Opens a parameters file for reading (the caller holds the HDF5 lock); anything that is not one
 // is an InputError naming the file.
 h5::Handle open_for_reading(const std::filesystem::path& file) {
-  std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) {
-    throw InputError(detail::concat(file.string(), ": file not found"));
-  }
+  require_regular_file(file);
   if (H5Fis_hdf5(file.c_str()) <= 0) {
     throw InputError(detail::concat(file.string(), ": not an HDF5 file"));
   }

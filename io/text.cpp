@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "io/file_kind.hpp"
 #include "io/gzfile.hpp"
 #include "kernels/error.hpp"
 
@@ -12,25 +13,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// What a path is, following symbolic links (a link to a file is that file).
-fs::file_type type_of(const fs::path& path) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (ec && status.type() != fs::file_type::not_found) {
-    throw InputError(detail::concat(path.string(), ": cannot read (", ec.message(), ")"));
-  }
-  return status.type();
-}
-
-[[noreturn]] void refuse_kind(const fs::path& path, fs::file_type type) {
-  const char* kind = type == fs::file_type::fifo        ? "a FIFO"
-                     : type == fs::file_type::socket    ? "a socket"
-                     : type == fs::file_type::block     ? "a block device"
-                     : type == fs::file_type::character ? "a character device"
-                                                        : "not a regular file";
-  throw InputError(detail::concat(path.string(), ": is ", kind,
-                                  ", expected a text file or a directory of them"));
-}
+constexpr std::string_view kExpected = "a text file or a directory of them";
 
 // The directory rules of text.hpp: which entries are not part of the corpus.
 bool left_out(const fs::path& name) {
@@ -63,21 +46,21 @@ void append_file(std::string& out, const fs::path& file, const std::string& corp
 std::filesystem::path default_text_corpus() { return "/usr/share/games/fortunes"; }
 
 std::vector<std::filesystem::path> corpus_files(const std::filesystem::path& path) {
-  const fs::file_type type = type_of(path);
+  const fs::file_type type = file_type_of(path);
   if (type == fs::file_type::not_found) {
     throw InputError(
         detail::concat(path.string(), ": not found, expected a text file or a directory of them"));
   }
   if (type == fs::file_type::regular) return {path};
-  if (type != fs::file_type::directory) refuse_kind(path, type);
+  if (type != fs::file_type::directory) refuse_file_kind(path, type, kExpected);
   std::vector<fs::path> files;
   std::error_code ec;
   for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path entry = it->path();
     if (left_out(entry)) continue;
-    const fs::file_type entry_type = type_of(entry);
+    const fs::file_type entry_type = file_type_of(entry);
     if (entry_type == fs::file_type::directory) continue;
-    if (entry_type != fs::file_type::regular) refuse_kind(entry, entry_type);
+    if (entry_type != fs::file_type::regular) refuse_file_kind(entry, entry_type, kExpected);
     files.push_back(entry);
   }
   if (ec) throw InputError(detail::concat(path.string(), ": cannot list (", ec.message(), ")"));

@@ -27,10 +27,13 @@ inline std::string slurp(const std::filesystem::path& file) {
   return ss.str();
 }
 
-// Runs `noeira <args>` with stdout and stderr captured to files in dir.
-inline Output noeira(const TempDir& dir, const std::string& args) {
+// Runs `noeira <args>` with stdout and stderr captured to files in dir; with seconds > 0 under
+// timeout(1), which ends a hung run with code 124 (then 137 if it ignores SIGTERM).
+inline Output noeira(const TempDir& dir, const std::string& args, int seconds = 0) {
   const std::string binary = NOEIRA_BINARY;
-  const std::string cmd = "'" + binary + "' " + args + " >'" + (dir / "stdout").string() +
+  const std::string limit =
+      seconds > 0 ? "timeout -k 2 " + std::to_string(seconds) + " " : std::string();
+  const std::string cmd = limit + "'" + binary + "' " + args + " >'" + (dir / "stdout").string() +
                           "' 2>'" + (dir / "stderr").string() + "' </dev/null";
   const int status = std::system(cmd.c_str());
   Output o;

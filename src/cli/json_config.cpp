@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "io/file_kind.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::cli {
@@ -25,6 +26,7 @@ std::string as_argument(const nlohmann::json& v, const std::filesystem::path& fi
 
 void apply_json_config(CLI::App& command, const std::filesystem::path& file,
                        const CLI::App* sibling) {
+  io::require_regular_file(file);
   std::ifstream in(file);
   if (!in) throw InputError(detail::concat(file.string(), ": cannot open the config file"));
   nlohmann::json doc;

@@ -7,7 +7,19 @@ namespace noeira {
 namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;
 
-extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+// The first signal asks for a checkpoint at the next step. A second SIGTERM means the run is
+// stuck (in a blocking read, a collective) or the user will not wait: it ends the process as the
+// default action would (SIGINT is never caught, so Ctrl-C always does). A SIGTERM after SIGUSR1
+// is a scheduler's time limit arriving while the asked-for checkpoint is written: that one goes
+// on. signal() and raise() are async-signal-safe.
+extern "C" void on_stop_signal(int signal) {
+  if (signal == SIGTERM && g_stop_signal == SIGTERM) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
+  if (g_stop_signal == 0) g_stop_signal = signal;
+}
 }  // namespace
 
 void install_stop_handlers() {
