@@ -18,11 +18,17 @@ gzFile as_gz(void* h) { return static_cast<gzFile>(h); }
 GzFile::GzFile(const std::filesystem::path& file) : path_(file) {
   // gzopen would open a directory and fail later with a vaguer message, and block on a FIFO.
   require_regular_file(file);
+  std::error_code ec;
   handle_ = gzopen(file.c_str(), "rb");
   if (handle_ == nullptr) {
     throw InputError(detail::concat(file.string(), ": cannot open (", std::strerror(errno), ")"));
   }
   gzbuffer(as_gz(handle_), 1 << 17);
+  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(file, ec));
+  // Deflate emits at least one bit per 258-byte match: no stream expands more than 1032 times.
+  constexpr std::int64_t kDeflateMaxRatio = 1032;
+  const bool plain = gzdirect(as_gz(handle_)) == 1;
+  max_data_bytes_ = ec ? 0 : plain ? size : size * kDeflateMaxRatio;
 }
 
 GzFile::~GzFile() {

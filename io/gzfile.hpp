@@ -26,10 +26,15 @@ class GzFile {
   // Throws when any byte is left: a file longer than its header says is not the file we expect.
   void expect_end();
 
+  // The most bytes the file can yield: its size when plain, deflate's 1032:1 limit times its
+  // size when gzip. A header that claims more is a lie, refused before anything is allocated.
+  std::int64_t max_data_bytes() const { return max_data_bytes_; }
+
   const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;
+  std::int64_t max_data_bytes_ = 0;
   void* handle_ = nullptr;  // gzFile
 };
 

@@ -1,10 +1,12 @@
 #include "io/idx.hpp"
 
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "io/gzfile.hpp"
 #include "kernels/error.hpp"
+#include "kernels/size_math.hpp"
 
 namespace noeira::io {
 
@@ -34,6 +36,22 @@ std::int64_t check_dim(const GzFile& f, std::uint32_t d, const char* name) {
   return static_cast<std::int64_t>(d);
 }
 
+constexpr std::int64_t kImagesHeaderBytes = 16;  // magic and three dimensions
+constexpr std::int64_t kLabelsHeaderBytes = 8;   // magic and one dimension
+
+// The data size a header claims, checked against what the file can hold before it is allocated:
+// a 33-byte file claiming 2^34 pixels is refused at once, not after a 16 GiB allocation per rank.
+std::int64_t check_fits(const GzFile& f, std::optional<std::int64_t> bytes,
+                        std::int64_t header_bytes, const std::string& what) {
+  if (!bytes || *bytes > f.max_data_bytes() - header_bytes) {
+    std::error_code ec;
+    throw InputError(detail::concat(f.path().string(), ": truncated or corrupt: the header claims ",
+                                    what, ", more than a file of ",
+                                    std::filesystem::file_size(f.path(), ec), " bytes can hold"));
+  }
+  return *bytes;
+}
+
 }  // namespace
 
 IdxImages read_idx_images(const std::filesystem::path& file) {
@@ -43,11 +61,9 @@ IdxImages read_idx_images(const std::filesystem::path& file) {
   out.count = check_dim(f, f.read_be32("the image count"), "image count");
   out.rows = check_dim(f, f.read_be32("the row count"), "row count");
   out.cols = check_dim(f, f.read_be32("the column count"), "column count");
-  const std::int64_t total = out.count * out.rows * out.cols;
-  if (total > (std::int64_t{1} << 34)) {
-    throw InputError(detail::concat(file.string(), ": header claims ", out.count, " images of ",
-                                    out.rows, "x", out.cols, ", too large (corrupt file?)"));
-  }
+  const std::int64_t total = check_fits(
+      f, size_product({out.count, out.rows, out.cols}), kImagesHeaderBytes,
+      detail::concat(out.count, " images of ", out.rows, "x", out.cols));
   out.pixels.resize(static_cast<std::size_t>(total));
   f.read_exact(out.pixels.data(), out.pixels.size(),
                detail::concat(out.count, " images of ", out.rows, "x", out.cols));
@@ -58,7 +74,9 @@ IdxImages read_idx_images(const std::filesystem::path& file) {
 std::vector<std::uint8_t> read_idx_labels(const std::filesystem::path& file, int num_classes) {
   GzFile f(file);
   check_magic(f, f.read_be32("the magic number"), kIdxLabelsMagic, "labels");
-  const std::int64_t count = check_dim(f, f.read_be32("the label count"), "label count");
+  const std::int64_t claimed = check_dim(f, f.read_be32("the label count"), "label count");
+  const std::int64_t count =
+      check_fits(f, claimed, kLabelsHeaderBytes, detail::concat(claimed, " labels"));
   std::vector<std::uint8_t> labels(static_cast<std::size_t>(count));
   f.read_exact(labels.data(), labels.size(), detail::concat(count, " labels"));
   f.expect_end();

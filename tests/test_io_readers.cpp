@@ -58,6 +58,23 @@ TEST_P(IdxReader, TruncatedFileNamesFileAndExpectedSize) {
                      {(dir / "short").string(), "truncated", "magic"});
 }
 
+// A header that claims more than the file can hold is refused before the data is allocated:
+// a 33-byte gzip file claiming 4194304 images of 64x64 made every rank allocate 16 GiB, and three
+// dimensions of 2^28 wrapped int64.
+TEST_P(IdxReader, HeaderClaimingMoreThanTheFileHoldsIsRefusedUpFront) {
+  const bool gz = GetParam();
+  TempDir dir;
+  write_bytes(dir / "img", idx_images_bytes(4194304, 64, 64, pattern(1)), gz);
+  expect_input_error([&] { io::read_idx_images(dir / "img"); },
+                     {(dir / "img").string(), "4194304 images of 64x64", "more than a file of"});
+  write_bytes(dir / "wide", idx_images_bytes(1u << 28, 1u << 28, 1u << 28, pattern(1)), gz);
+  expect_input_error([&] { io::read_idx_images(dir / "wide"); },
+                     {(dir / "wide").string(), "images of 268435456x268435456"});
+  write_bytes(dir / "lab", idx_labels_bytes(1u << 28, {1, 2}), gz);
+  expect_input_error([&] { io::read_idx_labels(dir / "lab", 10); },
+                     {(dir / "lab").string(), "268435456 labels", "more than a file of"});
+}
+
 TEST_P(IdxReader, WrongMagicNamesBothMagics) {
   const bool gz = GetParam();
   TempDir dir;
