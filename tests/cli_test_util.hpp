@@ -1,16 +1,22 @@
 #pragma once
 // Shared by the tests that drive the noeira binary (NOEIRA_BINARY): running it with its output
-// captured, the one-line error contract of src/cli/main.cpp, and the tensor lines of
+// captured or in the background, the one-line error contract of src/cli/main.cpp, and the tensor lines of
 // `noeira inspect`.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "io_test_files.hpp"
+
+extern char** environ;
 
 namespace noeira::testing {
 
@@ -67,6 +73,34 @@ inline std::string inspect_tensors(const TempDir& dir, const std::filesystem::pa
   }
   EXPECT_NE(tensors.find("params/0.weight/m"), std::string::npos) << o.out;
   return tensors;
+}
+
+// Starts `noeira <args...>` in the background with stdout and stderr to files in dir.
+inline pid_t spawn_noeira(const TempDir& dir, const std::vector<std::string>& args) {
+  std::vector<std::string> argv_strings = {NOEIRA_BINARY};
+  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& s : argv_strings) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, (dir / "bg-stdout").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, (dir / "bg-stderr").c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+// The step `latest` in ckpt_dir names, or -1 while there is none.
+inline std::int64_t latest_step(const std::filesystem::path& ckpt_dir) {
+  std::ifstream in(ckpt_dir / "latest");
+  std::string name;
+  if (!(in >> name) || name.rfind("step-", 0) != 0) return -1;
+  return std::stoll(name.substr(5));
 }
 
 }  // namespace noeira::testing

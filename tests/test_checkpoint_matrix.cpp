@@ -31,8 +31,6 @@
 #include "file_damage.hpp"
 #include "io/checkpoint_reader.hpp"
 
-extern char** environ;
-
 namespace noeira {
 namespace {
 
@@ -42,8 +40,10 @@ using testing::data_offset;
 using testing::expect_one_error_line;
 using testing::flip_byte;
 using testing::inspect_tensors;
+using testing::latest_step;
 using testing::noeira;
 using testing::slurp;
+using testing::spawn_noeira;
 
 const std::vector<std::string> kPolicies = {"ddp", "zero1", "zero2", "zero3"};
 
@@ -179,34 +179,6 @@ TEST(CheckpointMatrix, MidEpochCheckpointContinuesOnAnotherLayout) {
 
 // ---------------------------------------------------------------------------------------------
 // SIGKILL at random moments of a run that checkpoints every step.
-
-// Starts `noeira <args...>` in the background with stdout and stderr to files in dir.
-pid_t spawn_noeira(const TempDir& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv_strings = {NOEIRA_BINARY};
-  argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : argv_strings) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, (dir / "bg-stdout").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, (dir / "bg-stderr").c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
-}
-
-// The step `latest` in ckpt_dir names, or -1 while there is none.
-std::int64_t latest_step(const std::filesystem::path& ckpt_dir) {
-  std::ifstream in(ckpt_dir / "latest");
-  std::string name;
-  if (!(in >> name) || name.rfind("step-", 0) != 0) return -1;
-  return std::stoll(name.substr(5));
-}
 
 TEST(CheckpointKill, SigkillAtRandomMomentsLeavesALoadableLatest) {
   REQUIRE_BINARY();
