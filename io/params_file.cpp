@@ -40,11 +40,19 @@ h5::Handle open_for_reading(const std::filesystem::path& file) {
 
 void save_params(const std::filesystem::path& file, std::string_view model,
                  const Signature& signature, std::span<const float> values,
-                 const std::map<std::string, std::string>& attributes) {
+                 const std::map<std::string, std::string>& attributes, NonFinite non_finite) {
   std::int64_t total = 0;
   for (const SignatureEntry& e : signature) total += shape_numel(e.shape);
   NOEIRA_CHECK(total == static_cast<std::int64_t>(values.size()), file.string(), ": ",
                values.size(), " values for parameters of ", total, " elements");
+  // Before anything is created: a refused file leaves no trace.
+  std::size_t begin = 0;
+  for (const SignatureEntry& e : signature) {
+    const auto n = static_cast<std::size_t>(shape_numel(e.shape));
+    refuse_non_finite(values.subspan(begin, n), non_finite,
+                      detail::concat(file.string(), ": parameter '", e.name, "'"), "save");
+    begin += n;
+  }
   std::filesystem::path tmp = file;
   tmp += ".tmp";
   {
@@ -103,7 +111,7 @@ std::string read_params_model(const std::filesystem::path& file) {
 }
 
 void load_params(const std::filesystem::path& file, std::string_view model,
-                 const std::vector<NamedParam>& params) {
+                 const std::vector<NamedParam>& params, NonFinite non_finite) {
   h5::Lock held = h5::lock();
   h5::Handle f = open_for_reading(file);
   const std::string stored = h5::read_string_attr(f.get(), "model", file, "the root group");
@@ -134,6 +142,8 @@ void load_params(const std::filesystem::path& file, std::string_view model,
     NOEIRA_H5_CHECK_INPUT(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                                   values.data()),
                           file);
+    refuse_non_finite(values, non_finite,
+                      detail::concat(file.string(), ": parameter '", np.name, "'"), "load");
     np.param->val.copy_from(values);
   }
   // A parameter the model does not have means the file and the model disagree on the network.

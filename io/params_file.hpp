@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/finite.hpp"
 #include "core/param.hpp"
 #include "io/checkpoint.hpp"
 
@@ -34,10 +35,12 @@ struct NamedParam {
 // same order in host memory (what ShardingPolicy::full_parameters returns), and string
 // attributes of the root group beside `model` (a language model's "vocabulary"). The file is
 // written under "<file>.tmp" and renamed, so a crashed write never leaves a file that looks
-// complete.
+// complete. A NaN or infinity in the values is an InputError naming the parameter, and no file is
+// written, unless `non_finite` allows it.
 void save_params(const std::filesystem::path& file, std::string_view model,
                  const Signature& signature, std::span<const float> values,
-                 const std::map<std::string, std::string>& attributes = {});
+                 const std::map<std::string, std::string>& attributes = {},
+                 NonFinite non_finite = NonFinite::Refuse);
 
 // A string attribute of the root group, if the file has it (InputError when it is not such a
 // file).
@@ -48,8 +51,9 @@ std::optional<std::string> read_params_attribute(const std::filesystem::path& fi
 std::string read_params_model(const std::filesystem::path& file);
 
 // Reads every parameter's value. A different model name, a missing parameter, an extra one or a
-// shape mismatch is an InputError naming the file and the tensor.
+// shape mismatch is an InputError naming the file and the tensor; so is a non-finite value unless
+// `non_finite` allows it.
 void load_params(const std::filesystem::path& file, std::string_view model,
-                 const std::vector<NamedParam>& params);
+                 const std::vector<NamedParam>& params, NonFinite non_finite = NonFinite::Refuse);
 
 }  // namespace noeira::io

@@ -80,6 +80,8 @@ void add_common_options(Command& c) {
       ->check(CLI::IsMember(kDeviceNames.names()));
   a.add_flag("--allow-tf32", t.allow_tf32,
              "cuda: TF32 tensor cores for matrix products (faster, 10-bit mantissa inputs)");
+  a.add_flag("--allow-non-finite", t.allow_non_finite,
+             "Save and load parameters that hold NaN or infinity (refused by default)");
   a.add_option("--log-format", c.log_format,
                "human: progress bar on a terminal, plain lines otherwise; json: JSON lines on "
                "stdout")

@@ -4,9 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "core/finite.hpp"
 #include "distributed/host_collectives.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "kernels/error.hpp"
+#include "train/divergence.hpp"
 
 namespace noeira {
 
@@ -34,6 +36,33 @@ void agree(dist::ProcessGroup& group, bool ok, const std::string& error, const c
   if (failures > 0) {
     throw Error(detail::concat(what, ": ", static_cast<int>(failures),
                                " other rank(s) failed (see their errors)"));
+  }
+}
+
+// A checkpoint of a non-finite state would become `latest` and be resumed from: every rank scans
+// what it is about to write, and all learn the first rank's first bad tensor (one gather), so that
+// every rank throws the same DivergedError before any file is touched. `codes[i]` is slice i's
+// tensor as param * 3 + state.
+void refuse_non_finite_slices(dist::ProcessGroup& group, const dist::WalkUnits& walk,
+                              std::span<const io::TensorSlice> slices,
+                              std::span<const std::size_t> codes, std::int64_t step,
+                              const TrainConfig& cfg) {
+  double mine = -1.0;  // exact: tensor codes are far below 2^53
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    if (first_non_finite(slices[i].data)) {
+      mine = static_cast<double>(codes[i]);
+      break;
+    }
+  }
+  std::vector<double> all(static_cast<std::size_t>(group.size()));
+  dist::all_gather_host(group, std::span<const double>(&mine, 1), all);
+  for (const double code : all) {
+    if (code < 0.0) continue;
+    const auto c = static_cast<std::size_t>(code);
+    throw DivergedError(detail::concat(
+        "step ", step, ": non-finite value in ",
+        io::param_tensor_name(walk.params[c / 3].name, kind_name(kStates[c % 3])),
+        kept_checkpoint_note(cfg)));
   }
 }
 
@@ -88,6 +117,11 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   for (int r = 0; r < group.size(); ++r) {
     meta.scalars[loss_key("epoch", r)] = all[2 * static_cast<std::size_t>(r)];
     meta.scalars[loss_key("window", r)] = all[2 * static_cast<std::size_t>(r) + 1];
+    // The same values on every rank: every rank stops alike.
+    check_finite(all[2 * static_cast<std::size_t>(r)], cursor.step,
+                 detail::concat("training loss sum of rank ", r), " (before a checkpoint)", cfg);
+    check_finite(all[2 * static_cast<std::size_t>(r) + 1], cursor.step,
+                 detail::concat("logged loss sum of rank ", r), " (before a checkpoint)", cfg);
   }
   meta.counters["window_samples"] = static_cast<std::uint64_t>(cursor.window_samples);
   meta.labels = {{"model", cfg.model},
@@ -103,6 +137,7 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   const KernelTable& k = kernels_for(policy.target());
   std::vector<std::vector<float>> host_copies;
   std::vector<io::TensorSlice> slices;
+  std::vector<std::size_t> codes;  // for refuse_non_finite_slices
   for (State s : kStates) {
     for (const auto& piece : policy.pieces(s, Coverage::Written)) {
       const dist::WalkParam& p = walk.params[piece.param];
@@ -115,7 +150,11 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
       }
       slices.push_back({io::param_tensor_name(p.name, kind_name(s)), p.param->shape(),
                         piece.param_begin, std::span<const float>(data, count)});
+      codes.push_back(piece.param * 3 + static_cast<std::size_t>(s));
     }
+  }
+  if (!cfg.allow_non_finite) {
+    refuse_non_finite_slices(group, walk, slices, codes, cursor.step, cfg);
   }
 
   bool ok = true;
@@ -189,12 +228,16 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
         throw InputError(detail::concat(where, ": no ", name, " for optimizer ", cfg.optimizer));
       }
       const auto count = static_cast<std::size_t>(piece.count);
+      const std::string what = detail::concat(where, ": tensor '", name, "'");
       if (!staged) {
         ckpt.read(name, piece.param_begin, std::span<float>(piece.data, count));
+        refuse_non_finite(std::span<const float>(piece.data, count), non_finite_policy(cfg), what,
+                          "load");
         continue;
       }
       host_copy.resize(count);
       ckpt.read(name, piece.param_begin, std::span<float>(host_copy));
+      refuse_non_finite(host_copy, non_finite_policy(cfg), what, "load");
       k.upload(nullptr, piece.data, host_copy.data(), count * sizeof(float));
     }
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/finite.hpp"
 #include "core/names.hpp"
 #include "kernels/target.hpp"
 #include "optim/optimizer.hpp"
@@ -73,6 +74,11 @@ struct TrainConfig {
   std::int64_t checkpoint_every = 0;
   int keep_last = 3;
   std::string resume;                    // "latest" (of checkpoint_dir) or a checkpoint path
+  // A fresh run refuses a checkpoint_dir that holds checkpoints (another run's) unless told to
+  // discard them; never saved in config.json, so that repeating a run never discards by itself.
+  bool overwrite_checkpoints = false;
+  // Save and load parameters holding NaN or infinity (to look at a diverged model).
+  bool allow_non_finite = false;
   // Text: the run's tokenizer (Tokenizer::to_text), set when the corpus is loaded, not by a flag;
   // stored with the parameters and checkpoints so that generation needs no corpus.
   std::string vocabulary;
@@ -90,6 +96,10 @@ Target parse_device(std::string_view name);
 
 // Whether the run trains a language model on text (--data text) rather than classifying images.
 inline bool is_text(const TrainConfig& config) { return config.data == "text"; }
+
+inline NonFinite non_finite_policy(const TrainConfig& config) {
+  return config.allow_non_finite ? NonFinite::Allow : NonFinite::Refuse;
+}
 
 // Checks the values that are not checked where they are used; InputError naming the option.
 void validate(const TrainConfig& config);

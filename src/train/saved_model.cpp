@@ -17,6 +17,7 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
         "give one of --params <file> (e.g. runs/<run>/model.h5) or --checkpoint <path>");
   }
   SavedModel saved;
+  saved.non_finite_ = non_finite_policy(cfg);
   std::string stored;
   if (from_checkpoint) {
     saved.checkpoint_.emplace(io::CheckpointReader::open(cfg.eval_checkpoint));

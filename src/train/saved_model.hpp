@@ -32,7 +32,8 @@ class SavedModel {
   const std::string& vocabulary() const { return vocabulary_; }
   std::string source() const;  // the path, for messages
 
-  // Fills a freshly built model of the preset with the stored values (names and shapes checked).
+  // Fills a freshly built model of the preset with the stored values (names and shapes checked;
+  // non-finite values refused unless the configuration allowed them).
   template <Module M>
   void load_into(M& model);
 
@@ -41,6 +42,7 @@ class SavedModel {
   std::optional<io::CheckpointReader> checkpoint_;
   std::string model_;
   std::string vocabulary_;
+  NonFinite non_finite_ = NonFinite::Refuse;
 };
 
 template <Module M>
@@ -48,7 +50,7 @@ void SavedModel::load_into(M& model) {
   std::vector<io::NamedParam> params;
   for_each_param(model, [&](const std::string& name, Param& p) { params.push_back({name, &p}); });
   if (!checkpoint_) {
-    io::load_params(params_, model_, params);
+    io::load_params(params_, model_, params, non_finite_);
     return;
   }
   // The logical tensors, whatever world size and policy wrote them.
@@ -56,7 +58,10 @@ void SavedModel::load_into(M& model) {
   std::vector<float> values;
   for (const io::NamedParam& np : params) {
     values.resize(static_cast<std::size_t>(np.param->numel()));
-    checkpoint_->read(io::param_tensor_name(np.name, "val"), 0, std::span<float>(values));
+    const std::string name = io::param_tensor_name(np.name, "val");
+    checkpoint_->read(name, 0, std::span<float>(values));
+    refuse_non_finite(values, non_finite_,
+                      detail::concat(checkpoint_->dir().string(), ": tensor '", name, "'"), "load");
     np.param->val.copy_from(values);
   }
 }

@@ -27,6 +27,7 @@
 #include "optim/schedule.hpp"
 #include "train/checkpointing.hpp"
 #include "train/config.hpp"
+#include "train/divergence.hpp"
 #include "train/metrics.hpp"
 #include "train/progress.hpp"
 #include "train/step.hpp"
@@ -137,6 +138,14 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
       const double grad_norm = train_step(model, ctx, task, rows, policy, optimizer, sums,
                                           StepSettings{lr, cfg.grad_clip, log_step});
       ++at.step;
+      // The loss is read back and allreduced only where it is logged. It and the gradient norm
+      // (global, and on the host whenever it was computed) are checked there, loss first: it is
+      // computed first.
+      const double window_loss = log_step ? dist::sum_over_ranks(group, sums.window()) : 0.0;
+      if (log_step) check_finite(window_loss, at.step, "training loss", "", cfg);
+      if (cfg.grad_clip > 0.0 || log_step) {
+        check_finite(grad_norm, at.step, "gradient norm", "", cfg);
+      }
       at.samples_seen += rows.global.size();
       at.window_samples += rows.global.size();
       period_samples += rows.global.size();
@@ -147,9 +156,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
         progress.tick(period + 1, periods, s + 1, steps, shown_loss,
                       static_cast<double>(period_samples) / seconds_since(period_start));
       }
-      // The loss is read back and allreduced only where it is logged.
       if (log_step) {
-        const double window_loss = dist::sum_over_ranks(group, sums.window());
         if (reporter) {
           StepRecord r;
           r.labels = task.labels();
@@ -192,6 +199,8 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
     const double period_time = seconds_since(period_start);
     train_time += period_time;
     const double period_loss = dist::sum_over_ranks(group, sums.period());
+    check_finite(period_loss, at.step, "training loss",
+                 detail::concat(" in steps ", period * steps + 1, "-", at.step), cfg);
 
     // Evaluation, outside the training time; every rank takes part.
     const Clock::time_point eval_start = Clock::now();
