@@ -121,6 +121,14 @@ std::filesystem::path resolve_checkpoint(const std::filesystem::path& path);
 std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(
     const std::filesystem::path& ckpt_dir);
 
+// Removes every checkpoint in ckpt_dir: `latest` first (so that it never names a removed
+// directory), then the step directories and the leftovers of crashed writes. Other files stay.
+void discard_checkpoints(const std::filesystem::path& ckpt_dir);
+
+// Removes the temporary directory of a step whose save failed (after every rank stopped writing
+// it); nothing when there is none. Returns the directory removed, if any.
+std::optional<std::filesystem::path> abandon_checkpoint(const std::filesystem::path& ckpt_dir, std::int64_t step);
+
 namespace test_hooks {
 // Test hook: called at each stage of the write and commit protocol ("rank_file_open",
 // "slice_written", "rank_file_synced", "rank_file_renamed", "tmp_dir_synced", "step_dir_renamed",

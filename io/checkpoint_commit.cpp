@@ -175,6 +175,30 @@ std::vector<std::pair<std::int64_t, std::filesystem::path>> list_checkpoints(
   return steps;
 }
 
+void discard_checkpoints(const std::filesystem::path& ckpt_dir) {
+  std::error_code ec;
+  std::filesystem::remove(ckpt_dir / kLatest, ec);
+  if (ec) {
+    throw InputError(detail::concat((ckpt_dir / kLatest).string(), ": cannot remove (",
+                                    ec.message(), ")"));
+  }
+  ckpt::fsync_dir(ckpt_dir);
+  for (const auto& entry : list_dir(ckpt_dir)) {
+    const std::string name = entry.filename().string();
+    const bool ours = ckpt::parse_step_dir(name) >= 0 || starts_with(name, kTmpPrefix) ||
+                      starts_with(name, kTrashPrefix);
+    if (ours && is_dir(entry)) discard(entry);
+  }
+}
+
+std::optional<std::filesystem::path> abandon_checkpoint(const std::filesystem::path& ckpt_dir,
+                                                        std::int64_t step) {
+  const std::filesystem::path tmp = ckpt_dir / ckpt::tmp_dir_name(step);
+  if (!is_dir(tmp)) return std::nullopt;
+  ckpt::remove_tree(tmp);
+  return tmp;
+}
+
 std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& ckpt_dir) {
   const std::filesystem::path pointer = ckpt_dir / kLatest;
   std::error_code ec;

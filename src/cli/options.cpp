@@ -207,6 +207,9 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--resume", t.resume,
                "Continue from a checkpoint: latest (of --checkpoint-dir) or a path; any number "
                "of ranks and any policy");
+  a.add_flag("--overwrite-checkpoints", t.overwrite_checkpoints,
+             "Start fresh in a --checkpoint-dir that holds another run's checkpoints, discarding "
+             "them (refused without this flag)");
 }
 
 void add_eval_command(CLI::App& app, Command& c) {

@@ -86,6 +86,29 @@ std::filesystem::path resume_path(const TrainConfig& cfg) {
   return cfg.resume;
 }
 
+io::CheckpointDirLock claim_checkpoint_dir(const TrainConfig& cfg) {
+  const std::filesystem::path dir = cfg.checkpoint_dir;
+  io::CheckpointDirLock lock = io::CheckpointDirLock::acquire(dir);
+  // Looked at under the lock: no other run commits between this look and this run's saves.
+  // Without `latest` nothing was ever committed here (step directories alone are what a crash in
+  // a first commit leaves): only a `latest` says that the checkpoints are a run's.
+  const auto latest = io::latest_checkpoint(dir);
+  if (!latest) return lock;
+  if (!cfg.resume.empty()) {
+    std::error_code ec;
+    const std::filesystem::path from = io::resolve_checkpoint(resume_path(cfg));
+    if (std::filesystem::equivalent(from.parent_path(), dir, ec)) return lock;
+  }
+  if (cfg.overwrite_checkpoints) {
+    io::discard_checkpoints(dir);
+    return lock;
+  }
+  throw InputError(detail::concat(
+      "--checkpoint-dir ", dir.string(), ": holds the checkpoints of another run (newest ",
+      latest->filename().string(), "); continue it with --resume latest, or pass --overwrite-checkpoints to discard "
+      "them"));
+}
+
 std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::WalkUnits& walk,
                                       const Optimizer& optimizer, const LrSchedule& schedule,
                                       const TrainConfig& cfg, std::int64_t train_samples,
@@ -204,6 +227,7 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
     const auto it = meta.counters.find(key);
     return it == meta.counters.end() ? std::uint64_t{0} : it->second;
   };
+  same("data", label("data"), cfg.data);
   same("optimizer", label("optimizer"), cfg.optimizer);
   same("seed", counter("seed"), cfg.seed);
   same("batch", counter("batch"), static_cast<std::uint64_t>(cfg.batch));

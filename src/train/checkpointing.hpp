@@ -7,6 +7,7 @@
 
 #include "distributed/policy.hpp"
 #include "io/checkpoint.hpp"
+#include "io/checkpoint_lock.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
 #include "train/config.hpp"
@@ -40,10 +41,18 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
 // Reads the ranges this rank holds under its policy from the checkpoint at `path` (as
 // io::resolve_checkpoint accepts), whatever world size and policy wrote it, and restores the
 // optimizer's step state. Refuses another model (signature), another optimizer, batch, seed or
-// training set size (the data cursor would mean something else). Returns where to continue.
+// training set size (the data cursor would mean something else), another data set, and non-finite
+// values unless cfg.allow_non_finite. Returns where to continue.
 TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPolicy& policy,
                             const dist::WalkUnits& walk, Optimizer& optimizer,
                             const TrainConfig& cfg, std::int64_t train_samples);
+
+// Takes cfg.checkpoint_dir for this run (io::CheckpointDirLock: created, writable, no other run in
+// it) for as long as the lock lives. A directory holding committed checkpoints is another run's
+// unless this run resumes from one of them: refused (InputError naming both ways out), or, with
+// --overwrite-checkpoints, emptied of them now. One caller per run: rank 0, or the process of
+// simulated ranks.
+io::CheckpointDirLock claim_checkpoint_dir(const TrainConfig& cfg);
 
 // --resume: "latest" in cfg.checkpoint_dir, or a path.
 std::filesystem::path resume_path(const TrainConfig& cfg);

@@ -98,6 +98,12 @@ void validate(const TrainConfig& c) {
   if (c.resume == "latest" && c.checkpoint_dir.empty()) {
     throw InputError("--resume latest needs --checkpoint-dir (where to look for `latest`)");
   }
+  if (c.overwrite_checkpoints && (c.checkpoint_dir.empty() || !c.resume.empty())) {
+    throw InputError(c.checkpoint_dir.empty()
+                         ? "--overwrite-checkpoints needs --checkpoint-dir (what to overwrite)"
+                         : "--overwrite-checkpoints and --resume: a run either continues the "
+                           "checkpoints or replaces them, not both");
+  }
   if (!(c.bucket_mb > 0.0)) {
     throw InputError(detail::concat("--bucket-mb must be positive, got ", c.bucket_mb));
   }

@@ -2,8 +2,11 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -47,11 +50,37 @@ struct RunFiles {
   std::optional<MetricsFile> metrics;
 };
 
-RunFiles open_run_files(const TrainConfig& cfg, const std::string& out_dir) {
-  RunFiles files;
-  files.out = out_dir;
+// The default output directory, runs/<model>-<data>-<time>, made by this run alone: mkdir(2)
+// fails when the name exists, and the next suffix (-2, -3, ...) is tried, so two runs started in
+// the same second never share one.
+std::filesystem::path create_default_out_dir(const TrainConfig& cfg) {
+  const std::filesystem::path base = default_out_dir(cfg);
   std::error_code ec;
-  std::filesystem::create_directories(files.out, ec);
+  std::filesystem::create_directories(base.parent_path(), ec);
+  if (ec) {
+    throw InputError(detail::concat(base.parent_path().string(),
+                                    ": cannot create the output directory (", ec.message(), ")"));
+  }
+  for (int n = 1;; ++n) {
+    std::filesystem::path dir = base;
+    if (n > 1) dir += detail::concat("-", n);
+    if (::mkdir(dir.c_str(), 0777) == 0) return dir;
+    if (errno != EEXIST || n == 1000) {
+      throw InputError(detail::concat(dir.string(), ": cannot create the output directory (",
+                                      std::strerror(errno), ")"));
+    }
+  }
+}
+
+RunFiles open_run_files(const TrainConfig& cfg) {
+  RunFiles files;
+  std::error_code ec;
+  if (cfg.out.empty()) {
+    files.out = create_default_out_dir(cfg);
+  } else {
+    files.out = cfg.out;
+    std::filesystem::create_directories(files.out, ec);
+  }
   if (ec) {
     throw InputError(detail::concat(files.out.string(), ": cannot create the output directory (",
                                     ec.message(), ")"));
@@ -59,6 +88,19 @@ RunFiles open_run_files(const TrainConfig& cfg, const std::string& out_dir) {
   write_config(files.out / "config.json", cfg);
   files.metrics.emplace(files.out / "metrics.jsonl", /*append=*/!cfg.resume.empty());
   return files;
+}
+
+// The checkpoint directory's lock for the life of the run (none without checkpoints), saying so
+// when its file system cannot lock at all.
+std::optional<io::CheckpointDirLock> claim_for_run(const TrainConfig& cfg, Progress& progress) {
+  if (cfg.checkpoint_dir.empty()) return std::nullopt;
+  std::optional<io::CheckpointDirLock> lock(claim_checkpoint_dir(cfg));
+  if (!lock->held()) {
+    progress.note(detail::concat("note: --checkpoint-dir ", cfg.checkpoint_dir,
+                                 ": its file system has no flock, so nothing keeps another run "
+                                 "out of it"));
+  }
+  return lock;
 }
 
 // One rank's whole run: build the model, hand its parameters to the sharding policy, make the
@@ -196,7 +238,7 @@ TrainOutcome run_train(const TrainConfig& given) {
     }();
 
     TrainOutcome outcome;
-    outcome.out_dir = cfg.out.empty() ? default_out_dir(cfg) : cfg.out;
+    outcome.out_dir = cfg.out;  // the default one once rank 0 has created it
     // mpirun hands ranks a pseudo-terminal even when its own output goes to a log file: no bar
     // under MPI, so job logs stay plain lines.
     Progress progress(std::cout, std::cerr, cfg.log_format, stdout_is_terminal() && !mpi);
@@ -225,8 +267,13 @@ TrainOutcome run_train(const TrainConfig& given) {
       // per rank, as main() set it.
       const std::unique_ptr<dist::ProcessGroup> group = make_rank_group(target, group_options);
       std::optional<RunFiles> files;
+      // Rank 0 alone locks the checkpoint directory (io/checkpoint_lock.hpp says why); when it
+      // cannot, its error aborts the job before any rank writes.
+      const std::optional<io::CheckpointDirLock> lock =
+          group->rank() == 0 ? claim_for_run(cfg, progress) : std::nullopt;
       if (group->rank() == 0) {
-        files = open_run_files(cfg, outcome.out_dir);
+        files = open_run_files(cfg);
+        outcome.out_dir = files->out.string();
         header(group->size(), group->backend(), omp_get_max_threads());
       }
       const TrainSummary summary =
@@ -241,7 +288,9 @@ TrainOutcome run_train(const TrainConfig& given) {
     // N simulated ranks (threads) of this process, or one: the same policy code either way.
     const int world = std::max(1, cfg.sim_ranks);
     const int threads = std::max(1, all_threads / world);
-    RunFiles files = open_run_files(cfg, outcome.out_dir);
+    const std::optional<io::CheckpointDirLock> lock = claim_for_run(cfg, progress);
+    RunFiles files = open_run_files(cfg);
+    outcome.out_dir = files.out.string();
     header(world, cfg.sim_ranks > 0 ? "simulated" : "single process", threads);
     // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
     // its global count once here keeps the rank threads from resetting it against each other.
