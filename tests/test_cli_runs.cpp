@@ -2,13 +2,14 @@
 // the noeira binary on a tiny data directory: the default output directory is never shared, a
 // checkpoint directory is locked for the life of a run and released when it dies, a fresh run
 // refuses another run's checkpoints, resume refuses another data set, an unwritable checkpoint
-// directory fails before training.
+// directory fails before training, and a save that fails mid-run still leaves model.h5.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -19,7 +20,9 @@
 #include <vector>
 
 #include "cli_test_util.hpp"
+#include "io/checkpoint.hpp"
 #include "io_test_files.hpp"
+#include "train/run.hpp"
 
 namespace noeira {
 namespace {
@@ -175,6 +178,53 @@ TEST(CliRuns, UnwritableCheckpointDirectoryFailsBeforeTraining) {
                                      (dir / "run").string());
     expect_one_error_line(o, "--checkpoint-dir " + ckpt + ": " + why);
     EXPECT_EQ(o.out.find("epoch 1/1"), std::string::npos) << "trained first: " << o.out;
+  }
+}
+
+// A save that fails mid-run (a full disk, say; here a hook that throws at the second
+// checkpoint's first file): the run stops there, on every rank, removes its temporary
+// directory, keeps the last good checkpoint as `latest`, and still writes model.h5.
+std::atomic<int> rank_files_opened{0};
+void fail_second_checkpoint(std::string_view stage) {
+  // 2 ranks: calls 3 and 4 are the second step's; both fail, as on a shared full disk.
+  if (stage == "rank_file_open" && ++rank_files_opened >= 3) {
+    throw InputError("No space left on device (test)");
+  }
+}
+
+TEST(CheckpointSaveFailure, MidRunKeepsModelAndCleansUp) {
+  TempDir dir;
+  testing::write_tiny_mnist(dir / "data", 60, 20, false);
+  TrainConfig cfg;
+  cfg.data_dir = (dir / "data").string();
+  cfg.batch = 20;
+  cfg.limit_test = 20;
+  cfg.epochs = 1;
+  cfg.threads = 2;
+  cfg.log_every = 0;
+  cfg.sim_ranks = 2;
+  cfg.checkpoint_dir = (dir / "ckpt").string();
+  cfg.checkpoint_every = 1;
+  cfg.out = (dir / "run").string();
+  rank_files_opened = 0;
+  io::test_hooks::set_checkpoint_hook(fail_second_checkpoint);
+  TrainOutcome outcome;
+  EXPECT_NO_THROW(outcome = run_train(cfg));
+  io::test_hooks::set_checkpoint_hook(nullptr);
+  const std::string& failure = outcome.summary.save_failure;
+  EXPECT_NE(failure.find("checkpoint at step 2 failed: "), std::string::npos) << failure;
+  EXPECT_NE(failure.find("No space left on device (test)"), std::string::npos) << failure;
+  EXPECT_NE(failure.find("removed " + (dir / "ckpt" / ".tmp-step-00000002").string()),
+            std::string::npos)
+      << failure;
+  EXPECT_NE(failure.find("the parameters of step 2 are in " + (dir / "run" / "model.h5").string()),
+            std::string::npos)
+      << failure;
+  EXPECT_EQ(failure.find('\n'), std::string::npos) << "one line";
+  EXPECT_TRUE(std::filesystem::exists(dir / "run" / "model.h5"));
+  EXPECT_EQ(latest_step(dir / "ckpt"), 1);
+  for (const auto& e : entries(dir / "ckpt")) {
+    EXPECT_NE(e.filename().string().rfind(".tmp-", 0), 0u) << e << " left behind";
   }
 }
 

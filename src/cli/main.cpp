@@ -34,6 +34,14 @@ namespace {
 int train_main(Command& c) {
   finish_config(c);
   const TrainOutcome outcome = run_train(c.config);
+  if (!outcome.summary.save_failure.empty()) {
+    // Every rank stopped alike; rank 0 says what was saved instead.
+    if (outcome.rank == 0) {
+      std::cout.flush();
+      std::fprintf(stderr, "noeira: error: %s\n", outcome.summary.save_failure.c_str());
+    }
+    return 1;
+  }
   const int signal = outcome.summary.stop_signal;
   if (signal != 0) {
     if (outcome.rank == 0) {

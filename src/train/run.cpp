@@ -140,8 +140,23 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
   const std::vector<float> values = policy.full_parameters();
   if (files != nullptr) {
     const std::filesystem::path params_file = files->out / "model.h5";
-    io::save_params(params_file, cfg.model, signature_of(dist::walk_units(model)), values,
-                    saved_attributes(cfg));
+    auto save = [&] {
+      io::save_params(params_file, cfg.model, signature_of(dist::walk_units(model)), values,
+                      saved_attributes(cfg), non_finite_policy(cfg));
+    };
+    if (!summary.save_failure.empty()) {
+      // A checkpoint failed: what can still be written is, and the failure says what it was.
+      TrainSummary failed = summary;
+      try {
+        save();
+        failed.save_failure += detail::concat("; the parameters of step ", summary.steps,
+                                              " are in ", params_file.string());
+      } catch (const std::exception& e) {
+        failed.save_failure += detail::concat("; model.h5 not written either: ", e.what());
+      }
+      return failed;
+    }
+    save();
     if (progress != nullptr) {
       progress->note(detail::concat("saved ", params_file.string(), "; metrics in ",
                                     files->metrics->path().string()));

@@ -16,7 +16,9 @@ struct TrainOutcome {
 };
 
 // Loads the data, trains, writes <out>/config.json, <out>/metrics.jsonl and <out>/model.h5.
-// A run stopped by a signal (summary.stop_signal != 0) has written a checkpoint but no model.h5.
+// A run stopped by a signal (summary.stop_signal != 0) has written a checkpoint but no model.h5;
+// one whose checkpoint failed (summary.save_failure) has written model.h5 where it could. Without
+// --out, the output directory is a new one (TrainOutcome::out_dir).
 TrainOutcome run_train(const TrainConfig& config);
 
 // Loads <config.params> (or the checkpoint config.eval_checkpoint) into the preset (config.model,
@@ -24,7 +26,8 @@ TrainOutcome run_train(const TrainConfig& config);
 // split of images, or the validation windows of the text corpus (mean loss per token).
 EvalResult run_eval(const TrainConfig& config);
 
-// What the output directory is when --out is not given: runs/<model>-<data>-<YYYYmmdd-HHMMSS>.
+// What the output directory is named after when --out is not given:
+// runs/<model>-<data>-<YYYYmmdd-HHMMSS>, with -2, -3, ... when a run already has that name.
 std::string default_out_dir(const TrainConfig& config);
 
 // The device a run asks for (--device), checked before any data is loaded (no GPU, a build

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -46,6 +47,9 @@ struct TrainSummary {
   std::int64_t steps = 0;        // optimizer steps completed (counting a resumed run's past)
   std::filesystem::path checkpoint;  // the last checkpoint written, if any
   int stop_signal = 0;           // non-zero: stopped early by this signal, after a checkpoint
+  // Non-empty: a checkpoint could not be saved (why, and what was cleaned up); the run stopped
+  // there, on every rank alike, so that the caller can still save the parameters elsewhere.
+  std::string save_failure;
 };
 
 // Trains the model whose parameters `policy` owns (built over the model's walk, with the initial
@@ -53,7 +57,9 @@ struct TrainSummary {
 // same configuration and data; progress and metrics are used by rank 0 only (metrics may be
 // null). `resume`: a checkpoint to continue from (any world size or policy), empty for a fresh
 // run. With cfg.checkpoint_dir set, checkpoints are written every cfg.checkpoint_every steps, at
-// the end, and when a stop signal (train/stop_signal.hpp) arrives, which ends the run early.
+// the end, and when a stop signal (train/stop_signal.hpp) arrives, which ends the run early; a
+// save that fails ends it early too (summary.save_failure). A non-finite loss or gradient norm
+// is a DivergedError (train/divergence.hpp).
 template <Module M, class Task>
 TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, Progress& progress,
                    MetricsFile* metrics, dist::ShardingPolicy& policy,
@@ -98,14 +104,37 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   // The running loss sums of this rank's rows, kept across a resume (see TrainCursor).
   LossSums sums(ctx.target, start.epoch_loss_sum, start.window_loss_sum);
   double shown_loss = std::numeric_limits<double>::quiet_NaN();  // the last logged, for the bar
+  // False when the save failed (on every rank: the save agrees): the caller returns `summary`.
   auto checkpoint = [&] {
     // The sums come back to the host: checkpoints are a synchronization point anyway.
     at.epoch_loss_sum = sums.period();
     at.window_loss_sum = sums.window();
-    summary.checkpoint =
-        save_checkpoint(policy, walk, optimizer, schedule, cfg, task.train_samples(), at);
+    try {
+      summary.checkpoint =
+          save_checkpoint(policy, walk, optimizer, schedule, cfg, task.train_samples(), at);
+    } catch (const DivergedError&) {
+      throw;  // nothing worth saving elsewhere either
+    } catch (const std::exception& e) {
+      // Every rank has stopped writing (the save's agreement): rank 0 removes this step's
+      // temporary directory, so that a full disk gets its space back.
+      std::string cleaned;
+      if (reporter) {
+        try {
+          const auto removed = io::abandon_checkpoint(cfg.checkpoint_dir, at.step);
+          if (removed) cleaned = "; removed " + removed->string();
+        } catch (const std::exception& again) {
+          cleaned = detail::concat("; could not remove its temporary directory (", again.what(),
+                                   ")");
+        }
+      }
+      summary.save_failure =
+          detail::concat("checkpoint at step ", at.step, " failed: ", e.what(), cleaned);
+      summary.steps = at.step;
+      return false;
+    }
     saved_step = at.step;
     if (reporter) progress.note(detail::concat("checkpoint ", summary.checkpoint.string()));
+    return true;
   };
   auto stopped = [&] {
     summary.stop_signal = stop_signal() != 0 ? stop_signal() : SIGTERM;
@@ -191,7 +220,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
           checkpoint_after_period = due || stop;
           stop_after_period = stop;
         } else {
-          if (due || stop) checkpoint();
+          if ((due || stop) && !checkpoint()) return summary;
           if (stop) return stopped();
         }
       }
@@ -228,11 +257,11 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
       // Recorded: nothing of this period is carried into the next.
       sums.reset_period_and_window();
       at.window_samples = 0;
-      checkpoint();
+      if (!checkpoint()) return summary;
     }
     if (stop_after_period) return stopped();
   }
-  if (checkpoints && saved_step != at.step) checkpoint();
+  if (checkpoints && saved_step != at.step && !checkpoint()) return summary;
   summary.steps = at.step;
   summary.mean_epoch_time_s =
       periods_run > 0 ? train_time / static_cast<double>(periods_run) : 0.0;
