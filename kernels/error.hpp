@@ -25,6 +25,14 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// An InputError that every rank of a job raises alike, from what all of them know (the ranks
+// disagree, the batch is too small for the world): nobody waits for anybody, so the job ends
+// without MPI_Abort, and rank 0 alone prints it (src/cli/main.cpp).
+class AgreedError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 namespace detail {
 template <class... Parts>
 std::string concat(const Parts&... parts) {

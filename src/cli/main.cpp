@@ -22,6 +22,7 @@
 #include "train/presets.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "kernels/cpu/blas_core.hpp"
+#include "kernels/error.hpp"
 #include "train/dataset.hpp"
 #include "train/generate.hpp"
 #include "train/run.hpp"
@@ -185,6 +186,14 @@ int main(int argc, char** argv) {
     if (eval.app->parsed()) return eval_main(eval);
     if (inspect->parsed()) return inspect_main(inspect_path);
     if (app.got_subcommand("generate")) return generate_main(generate);
+  } catch (const noeira::AgreedError& e) {
+    // Every rank raised it together, so nobody waits: rank 0 says it once, and every rank ends
+    // normally (MPI_Finalize in ~MpiRuntime) instead of racing the others to MPI_Abort.
+    if (!mpi || mpi->world_rank() == 0) {
+      std::cout.flush();
+      std::cerr << "noeira: error: " << e.what() << '\n';
+    }
+    return 1;
   } catch (const std::exception& e) {
     return fail(e.what());
   } catch (...) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -14,9 +15,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
+#include "distributed/rank_agreement.hpp"
 #include "distributed/rank_stream.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "io/checkpoint_reader.hpp"
@@ -198,6 +201,25 @@ void select_rank_device([[maybe_unused]] Target target) {
 #endif
 }
 
+// What every rank of a job must agree on: the resolved configuration under the command line's
+// option names, model and data first (they decide which other options apply), and --resume.
+// Not --threads: it is per rank by design (nodes of different sizes).
+std::vector<dist::Setting> rank_settings(const TrainConfig& cfg) {
+  const nlohmann::json j = to_json(cfg);
+  std::vector<dist::Setting> settings;
+  auto add = [&](const std::string& key, const std::string& value) {
+    settings.push_back({"--" + key, value});
+  };
+  add("model", cfg.model);
+  add("data", cfg.data);
+  for (const auto& [key, value] : j.items()) {
+    if (key == "model" || key == "data" || key == "threads") continue;
+    add(key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  add("resume", cfg.resume);
+  return settings;
+}
+
 std::unique_ptr<dist::ProcessGroup> make_rank_group(Target target,
                                                     const dist::ProcessGroupOptions& options) {
   if (target == Target::Cpu) return dist::make_mpi_process_group(options);
@@ -235,6 +257,9 @@ TrainOutcome run_train(const TrainConfig& given) {
                                     " under an MPI launcher: the ranks are the MPI processes; "
                                     "drop --sim-ranks or run without mpirun"));
   }
+  // Before anything that depends on the settings, collectives above all: ranks started with
+  // other options would post collectives that do not match.
+  if (mpi) dist::check_ranks_agree(MPI_COMM_WORLD, rank_settings(cfg));
   if (!cfg.checkpoint_dir.empty()) install_stop_handlers();
   dist::ProcessGroupOptions group_options;
   group_options.timeout = dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
@@ -251,6 +276,15 @@ TrainOutcome run_train(const TrainConfig& given) {
         return load_image_run(cfg, target, M::in_dim);
       }
     }();
+
+    // The same options can still read other data: another file at the same path on another node.
+    if (mpi) {
+      char hash[24];
+      std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(run.fingerprint));
+      const dist::Setting data{"the data",
+                               detail::concat("hash ", hash, " of ", run.describe(cfg))};
+      dist::check_ranks_agree(MPI_COMM_WORLD, std::span(&data, 1));
+    }
 
     TrainOutcome outcome;
     outcome.out_dir = cfg.out;  // the default one once rank 0 has created it

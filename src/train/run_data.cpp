@@ -1,5 +1,6 @@
 #include "train/run_data.hpp"
 
+#include "core/hash.hpp"
 #include "io/text.hpp"
 #include "kernels/error.hpp"
 
@@ -22,10 +23,14 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
   ImageRun run;
   run.dir = image_dir(cfg);
   // Uploaded once, shared by the simulated ranks; the host copies are freed at once.
-  if (train_split) {
-    run.train = make_resident(load_dataset(kind, run.dir, Split::Train, cfg.limit_train), target);
-  }
-  run.test = make_resident(load_dataset(kind, run.dir, Split::Test, cfg.limit_test), target);
+  auto resident = [&](Split split, std::int64_t limit) {
+    const Dataset data = load_dataset(kind, run.dir, split, limit);
+    run.fingerprint = hash_words(std::span(data.images), run.fingerprint);
+    run.fingerprint = hash_words(std::span(data.labels), run.fingerprint);
+    return make_resident(data, target);
+  };
+  if (train_split) run.train = resident(Split::Train, cfg.limit_train);
+  run.test = resident(Split::Test, cfg.limit_test);
   if (run.test.features != model_inputs) {
     throw InputError(detail::concat("model '", cfg.model, "' takes ", model_inputs,
                                     " inputs per sample, but ", run.test.name, " has ",
@@ -46,8 +51,10 @@ TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_
                                     data.tokenizer.vocab_size(), " ids but model '", cfg.model,
                                     "' has ", model_vocab, " (try --tokenizer byte)"));
   }
+  const std::uint64_t fingerprint =
+      hash_words(std::span(data.validation), hash_words(std::span(data.train)));
   return TextRun{data.name, data.tokenizer, make_resident_text(data, target),
-                 data.unknown_validation};
+                 data.unknown_validation, fingerprint};
 }
 
 LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) const {

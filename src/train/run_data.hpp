@@ -22,6 +22,7 @@ namespace noeira {
 struct ImageRun {
   std::filesystem::path dir;
   ResidentData train, test;
+  std::uint64_t fingerprint = 0;  // hash_words of every split loaded: the ranks of a job compare it
 
   ClassificationTask task(const TrainConfig& cfg) const {
     return ClassificationTask(train, test, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed);
@@ -34,6 +35,7 @@ struct TextRun {
   Tokenizer tokenizer;  // stored with the parameters and checkpoints (cfg.vocabulary)
   ResidentText text;
   std::int64_t unknown_validation = 0;
+  std::uint64_t fingerprint = 0;  // hash_words of the tokens: the ranks of a job compare it
 
   // Windows of cfg.block tokens, or of the model's whole block when it is 0.
   LanguageModelTask task(const TrainConfig& cfg, std::int64_t block) const;
