@@ -18,6 +18,7 @@
 #include "gpu_skip.hpp"
 #include "io/params_file.hpp"
 #include "io_test_files.hpp"
+#include "saved_params.hpp"
 #include "train/metrics.hpp"
 #include "train/presets.hpp"
 
@@ -29,6 +30,7 @@ using testing::TempDir;
 using testing::expect_one_error_line;
 using testing::inspect_tensors;
 using testing::noeira;
+using testing::saved_mlp;
 using testing::slurp;
 
 std::vector<nlohmann::json> read_records(const std::filesystem::path& file) {
@@ -184,20 +186,6 @@ TEST(Cli, ShortRunOnFashionMnistReducesTheLoss) {
     EXPECT_EQ(nlohmann::json::parse(line)["type"], records[static_cast<std::size_t>(n)]["type"]);
   }
   EXPECT_EQ(n, 6);
-}
-
-// The mlp preset's parameters saved in a model.h5, in walk order.
-std::vector<float> saved_mlp(const std::filesystem::path& file) {
-  presets::Mlp model(Init(Target::Cpu, InitSpec{}));
-  std::vector<io::NamedParam> params;
-  for_each_param(model, [&](const std::string& n, Param& p) { params.push_back({n, &p}); });
-  io::load_params(file, "mlp", params);
-  std::vector<float> out;
-  for (const io::NamedParam& p : params) {
-    const std::vector<float> v = p.param->val.to_vector();
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  return out;
 }
 
 double last_accuracy(const std::filesystem::path& metrics) {

@@ -222,7 +222,8 @@ TEST(TextWindows, OptionsAndShortSplitsAreErrors) {
   EXPECT_EQ(task.period_targets(), 4 * kBatch * kBlock);
   EXPECT_EQ(task.train_samples(), kTrainTokens);
   task.begin_period(0, Target::Cpu);
-  expect_input_error([&] { task.load(0, 0, 8, nullptr); }, {"--batch 7", "on 8 ranks"});
+  expect_input_error([&] { task.load(0, 0, 8, nullptr); },
+                     {"--batch 7", "smaller than the 8 ranks"});
   // Logits that are not [tokens, V >= vocabulary] are refused before the loss kernel.
   task.load(0, 0, 1, nullptr);
   Context ctx = Context::for_target(Target::Cpu);

@@ -22,7 +22,7 @@ StepRows ClassificationTask::load(std::int64_t s, int rank, int world, Stream st
   rows.global = global_batch(s, batch_size_, train_.count);
   rows.mine = local_rows(rows.global, rank, world);
   rows.global_targets = rows.global.size();
-  gather_batch(batch_, train_, order_, rows.mine, stream);
+  gather_batch(batch_, train_, order_, rows_to_compute(rows.mine, rows.global), stream);
   return rows;
 }
 

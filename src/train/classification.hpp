@@ -73,11 +73,10 @@ EvalResult evaluate_classifier(M& model, Context& ctx, const ResidentData& data,
   double correct = 0.0;
   for (std::int64_t s = 0; s < steps_per_epoch(eval_batch, data.count); ++s) {
     const RowRange global = global_batch(s, eval_batch, data.count);
-    RowRange mine = local_rows(global, rank, world);
-    // A short last batch may leave a rank without rows; it still runs a (one-row) forward to
-    // take part in ZeRO-3's gathers, and counts nothing.
-    const bool idle = mine.size() == 0;
-    if (idle) mine = RowRange{global.begin, global.begin + 1};
+    const RowRange own = local_rows(global, rank, world);
+    // A rank without rows still runs the forward (ZeRO-3 gathers) and counts nothing.
+    const bool idle = own.size() == 0;
+    const RowRange mine = rows_to_compute(own, global);
     gather_batch(rows, data, Tensor(), mine, ctx.stream);
     const Tensor& logits = policy != nullptr ? dist::forward_units(model, ctx, rows.x, *policy)
                                              : model.forward(ctx, rows.x);

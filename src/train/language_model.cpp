@@ -78,12 +78,7 @@ StepRows LanguageModelTask::load(std::int64_t s, int rank, int world, Stream str
   NOEIRA_CHECK(period_ >= 0, "LanguageModelTask::load before begin_period");
   NOEIRA_CHECK(s >= 0 && s < options_.eval_every, "LanguageModelTask::load: step ", s,
                " of a period of ", options_.eval_every);
-  // Known to every rank alike, so all of them refuse together (a lone rank's error would leave
-  // the others waiting in the step's collectives).
-  if (options_.batch < world) {
-    throw InputError(detail::concat("--batch ", options_.batch, " leaves ranks without a window ",
-                                    "on ", world, " ranks: use a batch of at least ", world));
-  }
+  check_batch_covers_ranks(options_.batch, world);
   StepRows rows;
   rows.global = RowRange{s * options_.batch, (s + 1) * options_.batch};  // into train_starts_
   rows.mine = local_rows(rows.global, rank, world);

@@ -106,9 +106,10 @@ EvalResult LanguageModelTask::evaluate(M& model, Context& ctx, dist::ShardingPol
   Tensor loss_sum({1}, ctx.target, DType::F64);
   for (std::int64_t e = 0; e < options_.eval_batches; ++e) {
     const RowRange global{e * options_.batch, (e + 1) * options_.batch};
-    RowRange mine = local_rows(global, rank, world);
-    const bool idle = mine.size() == 0;
-    if (idle) mine = RowRange{global.begin, global.begin + 1};
+    const RowRange own = local_rows(global, rank, world);
+    // A rank without rows still runs the forward (ZeRO-3 gathers) and counts nothing.
+    const bool idle = own.size() == 0;
+    const RowRange mine = rows_to_compute(own, global);
     windows_.gather(eval_batch_, validation_, eval_starts_, mine.begin, mine.size(), ctx.stream);
     const Tensor& out = policy != nullptr
                             ? dist::forward_units(model, ctx, eval_batch_.ids, *policy)

@@ -38,6 +38,19 @@ RowRange shard_rows(std::int64_t global_rows, int rank, int world) {
   return RowRange{global_rows * rank / world, global_rows * (rank + 1) / world};
 }
 
+RowRange rows_to_compute(RowRange mine, RowRange global) {
+  if (mine.size() > 0) return mine;
+  return RowRange{global.begin, global.begin + 1};
+}
+
+void check_batch_covers_ranks(std::int64_t batch, int world) {
+  if (batch < world) {
+    throw AgreedError(detail::concat("--batch ", batch, " is smaller than the ", world,
+                                     " ranks: every rank needs a row of each batch (use --batch ",
+                                     world, " or more)"));
+  }
+}
+
 RowRange global_batch(std::int64_t step, std::int64_t batch, std::int64_t n) {
   NOEIRA_CHECK(batch > 0 && step >= 0 && step < steps_per_epoch(batch, n), "global_batch: step ",
                step, " of an epoch of ", n, " samples in batches of ", batch);

@@ -29,6 +29,17 @@ struct RowRange {
 // as even as integer division allows (sizes differ by at most one), covering every row once.
 RowRange shard_rows(std::int64_t global_rows, int rank, int world);
 
+// The rows a rank computes on for its share `mine` of the batch `global`: its own or, when a short
+// last batch leaves it none, the batch's first row as a stand-in. A rank must still run the
+// forward (and, training, the vjp) of every step: those take part in the policy's collectives
+// (ZeRO-3 gathers every unit, every policy reduces every gradient). Its caller counts nothing of
+// a stand-in (training: a gradient scale of 0, no loss sum).
+RowRange rows_to_compute(RowRange mine, RowRange global);
+
+// A batch smaller than the world leaves ranks without rows on every step, not only the last: an
+// AgreedError naming --batch (every rank knows both numbers, so all of them refuse together).
+void check_batch_covers_ranks(std::int64_t batch, int world);
+
 // Global batch `step` of an epoch of n samples with batch size B: rows [step*B, min((step+1)*B, n))
 // of the epoch's order. The last batch is short when B does not divide n (kept, as PyTorch's
 // DataLoader does by default).

@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "distributed/mpi_check.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
 #include "distributed/rank_agreement.hpp"
@@ -220,6 +221,14 @@ std::vector<dist::Setting> rank_settings(const TrainConfig& cfg) {
   return settings;
 }
 
+// The ranks of this run: the MPI processes, else the simulated ones (one without either).
+int run_world(const TrainConfig& cfg, bool mpi) {
+  if (!mpi) return std::max(1, cfg.sim_ranks);
+  int size = 1;
+  NOEIRA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  return size;
+}
+
 std::unique_ptr<dist::ProcessGroup> make_rank_group(Target target,
                                                     const dist::ProcessGroupOptions& options) {
   if (target == Target::Cpu) return dist::make_mpi_process_group(options);
@@ -260,6 +269,8 @@ TrainOutcome run_train(const TrainConfig& given) {
   // Before anything that depends on the settings, collectives above all: ranks started with
   // other options would post collectives that do not match.
   if (mpi) dist::check_ranks_agree(MPI_COMM_WORLD, rank_settings(cfg));
+  const int world = run_world(cfg, mpi);
+  check_batch_covers_ranks(cfg.batch, world);
   if (!cfg.checkpoint_dir.empty()) install_stop_handlers();
   dist::ProcessGroupOptions group_options;
   group_options.timeout = dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
@@ -335,7 +346,6 @@ TrainOutcome run_train(const TrainConfig& given) {
     }
 
     // N simulated ranks (threads) of this process, or one: the same policy code either way.
-    const int world = std::max(1, cfg.sim_ranks);
     const int threads = std::max(1, all_threads / world);
     const std::optional<io::CheckpointDirLock> lock = claim_for_run(cfg, progress);
     RunFiles files = open_run_files(cfg);

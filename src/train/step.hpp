@@ -57,9 +57,13 @@ double train_step(M& model, Context& ctx, Task& task, const StepRows& rows,
   const Tensor& output = dist::forward_units(model, ctx, task.input(), policy);
 
   // 3. loss; the gradient is the mean over the GLOBAL targets, whatever this rank's share, so the
-  //    sum over ranks that the policy computes is the global mean
-  task.loss(ctx, output, 1.0f / static_cast<float>(rows.global_targets), sums.begin_step(ctx));
-  sums.end_step(ctx);
+  //    sum over ranks that the policy computes is the global mean. A rank that a short last batch
+  //    left without rows computed on a stand-in row (rows_to_compute): a gradient scale of 0 makes
+  //    its contribution exactly zero, and its loss is not summed.
+  const bool idle = rows.mine.size() == 0;
+  const float grad_scale = idle ? 0.0f : 1.0f / static_cast<float>(rows.global_targets);
+  task.loss(ctx, output, grad_scale, sums.begin_step(ctx));
+  if (!idle) sums.end_step(ctx);
 
   // 4. backward; each unit's gradient reduction starts as soon as its vjp is done
   dist::vjp_units(model, ctx, task.loss_grad(), InputGrad::Skip, policy);

@@ -14,7 +14,8 @@
 //   std::int64_t train_samples() const;    // the size a checkpoint checks a resume against
 //   void begin_period(std::int64_t period, Target target);
 //   // This rank's share of global step s of the current period, gathered on ctx.target;
-//   // returns the global batch and this rank's rows of it.
+//   // returns the global batch and this rank's rows of it. Rows that a short last batch leaves
+//   // empty gather a stand-in row instead (rows_to_compute), which the step does not count.
 //   StepRows load(std::int64_t s, int rank, int world, Stream stream);
 //   const Tensor& input() const;           // what load gathered: the model's input
 //   // Adds Σ of the loss over this rank's targets into *loss_sum (one double in ctx.target
@@ -33,7 +34,8 @@
 namespace noeira {
 
 // One step's batch: the global rows (positions in the period's sample order), this rank's rows,
-// and the number of loss terms over all ranks (the gradient is the mean over them).
+// and the number of loss terms over all ranks (the gradient is the mean over them). `mine` may be
+// empty (the short last batch of a rank without rows).
 struct StepRows {
   RowRange global;
   RowRange mine;

@@ -1,0 +1,80 @@
+// Ranks and the batch: a short last batch that leaves a rank without rows (the rank still takes
+// part in the step, and the run is the one a single rank trains), and a batch smaller than the
+// ranks, refused before anything is loaded.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.hpp"
+#include "io_test_files.hpp"
+#include "saved_params.hpp"
+
+namespace noeira {
+namespace {
+
+using testing::Output;
+using testing::TempDir;
+using testing::expect_one_error_line;
+using testing::noeira;
+using testing::saved_mlp;
+
+// The last epoch record's train loss in a metrics file.
+double last_train_loss(const std::filesystem::path& metrics) {
+  std::ifstream in(metrics);
+  double loss = NAN;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    if (j["type"] == "epoch") loss = j["train_loss"].get<double>();
+  }
+  return loss;
+}
+
+TEST(CliRanks, RankWithoutRowsInTheShortLastBatchTakesPartInTheStep) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  // 8 samples in batches of 3: the last batch has 2 rows, so at 3 ranks rank 0 has none.
+  testing::write_tiny_mnist(dir / "data", 8, 10, false);
+  const std::string run = "train --data-dir " + (dir / "data").string() +
+                          " --batch 3 --epochs 2 --threads 1 --log-every 1 ";
+  const Output one = noeira(dir, run + "--out " + (dir / "one").string());
+  ASSERT_EQ(one.code, 0) << one.err;
+  const std::vector<float> reference = saved_mlp(dir / "one" / "model.h5");
+  double max_p = 0.0;
+  for (float p : reference) max_p = std::max(max_p, static_cast<double>(std::fabs(p)));
+  const double tol = 1e-4 * max_p + 1e-6;
+  // ZeRO-3 too: its forward gathers every unit, so the idle rank's forward is needed there.
+  for (const std::string policy : {"ddp", "zero3"}) {
+    const std::filesystem::path out = dir / policy;
+    const Output three =
+        noeira(dir, run + "--sim-ranks 3 --policy " + policy + " --out " + out.string());
+    ASSERT_EQ(three.code, 0) << policy << ": " << three.err;
+    const std::vector<float> values = saved_mlp(out / "model.h5");
+    ASSERT_EQ(values.size(), reference.size());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::fabs(values[i] - reference[i])));
+    }
+    EXPECT_LE(worst, tol) << policy;
+    // The idle rank's stand-in row is not counted in the loss.
+    EXPECT_NEAR(last_train_loss(out / "metrics.jsonl"),
+                last_train_loss(dir / "one" / "metrics.jsonl"), 1e-5)
+        << policy;
+  }
+}
+
+TEST(CliRanks, BatchSmallerThanTheRanksIsAnErrorBeforeTheData) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  // No data directory: the batch is refused before anything is read.
+  expect_one_error_line(
+      noeira(dir, "train --sim-ranks 3 --batch 2 --data-dir " + (dir / "none").string()),
+      "--batch 2 is smaller than the 3 ranks");
+}
+
+}  // namespace
+}  // namespace noeira
