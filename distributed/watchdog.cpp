@@ -87,15 +87,40 @@ void Watchdog::loop() {
   }
 }
 
-std::string timeout_message(const CollectiveRecord& record, std::span<const int> missing) {
+namespace {
+void write_ranks(std::ostream& os, std::span<const int> ranks) {
+  for (std::size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
+}
+
+std::string message_with(const CollectiveRecord& record, std::span<const int> missing,
+                         std::string_view none) {
   std::ostringstream os;
   os << "watchdog: " << to_string(record.kind) << " #" << record.seq << " timed out after "
      << std::fixed << std::setprecision(1) << std::chrono::duration<double>(record.timeout).count()
      << " s; ranks not arrived: ";
   if (missing.empty()) {
-    os << "unknown";
+    os << none;
   } else {
-    for (std::size_t i = 0; i < missing.size(); ++i) os << (i ? ", " : "") << missing[i];
+    write_ranks(os, missing);
+  }
+  return os.str();
+}
+}  // namespace
+
+std::string timeout_message(const CollectiveRecord& record, std::span<const int> missing) {
+  return message_with(record, missing, "unknown");
+}
+
+std::string timeout_message(const CollectiveRecord& record, const PeerStates& peers) {
+  std::ostringstream os;
+  os << message_with(record, peers.not_arrived, peers.not_answered.empty() ? "none" : "unknown");
+  if (!peers.heartbeat_stopped.empty()) {
+    os << "; heartbeat stopped: ";
+    write_ranks(os, peers.heartbeat_stopped);
+  }
+  if (!peers.not_answered.empty()) {
+    os << "; side channel not answered: ";
+    write_ranks(os, peers.not_answered);
   }
   return os.str();
 }

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "distributed/process_group.hpp"
 
@@ -64,5 +65,18 @@ class Watchdog {
 // "watchdog: allreduce #17 timed out after 2.0 s; ranks not arrived: 1, 3". An empty `missing`
 // reads "ranks not arrived: unknown" (the side channel could not tell).
 std::string timeout_message(const CollectiveRecord& record, std::span<const int> missing);
+
+// What a side channel found out about the peers of an op that timed out.
+struct PeerStates {
+  std::vector<int> not_arrived;        // last entered an earlier op
+  std::vector<int> heartbeat_stopped;  // the whole process made no progress (stopped, wedged)
+  std::vector<int> not_answered;       // their side channel did not answer in time
+};
+
+// The message with what the peers' states tell:
+//   "...; ranks not arrived: none; heartbeat stopped: 1"
+//   "...; ranks not arrived: 2; side channel not answered: 3"
+// "none" when every peer answered and none is behind, "unknown" when some did not answer.
+std::string timeout_message(const CollectiveRecord& record, const PeerStates& peers);
 
 }  // namespace noeira::dist

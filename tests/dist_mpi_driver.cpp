@@ -4,9 +4,12 @@
 //
 //   dist_mpi_driver collectives          every collective, exact results, sizes not dividing evenly
 //   dist_mpi_driver watchdog <ms> <rank> rank <rank> skips allreduce #2: the job must abort
+//   dist_mpi_driver stopped <ms> <rank>  rank <rank> enters allreduce #2 and stops (SIGSTOP):
+//                                        the job must abort naming its stopped heartbeat
 //   dist_mpi_driver policies             every policy vs one rank with the whole batch, replicas
 //                                        identical, memory within 5% of the formula
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,6 +71,25 @@ int run_watchdog(int timeout_ms, int skipper) {
   }
   pg->allreduce(x).wait();  // #2: never completes
   std::fprintf(stderr, "rank %d: allreduce #2 completed without rank %d\n", pg->rank(), skipper);
+  return 0;
+}
+
+int run_stopped(int timeout_ms, int stopper) {
+  auto pg = make_mpi_process_group(ProcessGroupOptions{std::chrono::milliseconds(timeout_ms)});
+  std::vector<float> x(1000, 1.0f);
+  pg->allreduce(x).wait();  // #1: everybody
+  Work second = pg->allreduce(x);  // #2: entered (published) by every rank
+  if (pg->rank() == stopper) {
+    // The whole process stops inside the op, as `kill -STOP` does it: its sequence number says
+    // it arrived, only its heartbeat can tell that it makes no progress. Open MPI's abort
+    // continues it (SIGCONT) just before it terminates it: wait for that.
+    std::raise(SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    std::fprintf(stderr, "rank %d: the job was not aborted\n", stopper);
+    return 0;
+  }
+  second.wait();  // never completes
+  std::fprintf(stderr, "rank %d: allreduce #2 completed without rank %d\n", pg->rank(), stopper);
   return 0;
 }
 
@@ -140,8 +162,10 @@ int main(int argc, char** argv) {
     if (mode == "policies") return run_policies();
     if (mode == "watchdog" && argc == 4)
       return run_watchdog(std::atoi(argv[2]), std::atoi(argv[3]));
+    if (mode == "stopped" && argc == 4) return run_stopped(std::atoi(argv[2]), std::atoi(argv[3]));
     std::fprintf(stderr,
-                 "usage: %s collectives | policies | watchdog <timeout-ms> <skipping-rank>\n",
+                 "usage: %s collectives | policies | watchdog <timeout-ms> <skipping-rank> | "
+                 "stopped <timeout-ms> <stopping-rank>\n",
                  argv[0]);
     return 2;
   } catch (const std::exception& e) {

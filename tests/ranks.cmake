@@ -10,3 +10,17 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
                        "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
                        TIMEOUT 240 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
+
+# One rank of a training job stopped with SIGSTOP: the watchdog names it by its heartbeat
+# (tests/watchdog_stop.sh; the deterministic case, a rank stopped inside the op, is
+# dist_mpi_watchdog_stopped_np*).
+if(TARGET noeira AND MPIEXEC_EXECUTABLE)
+  add_test(NAME watchdog_stop_np2
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/watchdog_stop.sh ${MPIEXEC_EXECUTABLE}
+                   ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira>
+                   ${CMAKE_CURRENT_BINARY_DIR}/watchdog_stop)
+  set_tests_properties(watchdog_stop_np2 PROPERTIES
+                       ENVIRONMENT
+                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                       TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
+endif()

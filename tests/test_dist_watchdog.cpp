@@ -27,8 +27,22 @@ TEST(DistWatchdog, MessageFormat) {
             "watchdog: allreduce #17 timed out after 2.0 s; ranks not arrived: 1");
   EXPECT_EQ(timeout_message({Collective::ReduceScatter, 4, 0, 1, Clock::now(), 250ms}, missing),
             "watchdog: reduce_scatter #4 timed out after 0.2 s; ranks not arrived: 1, 3");
-  EXPECT_EQ(timeout_message(record(1, 1000ms), {}),
+  EXPECT_EQ(timeout_message(record(1, 1000ms), std::span<const int>{}),
             "watchdog: allreduce #1 timed out after 1.0 s; ranks not arrived: unknown");
+}
+
+TEST(DistWatchdog, MessageNamesStoppedAndSilentPeers) {
+  // Every peer answered and entered the op, one of them makes no progress: named, not "unknown".
+  EXPECT_EQ(timeout_message(record(5, 1000ms), PeerStates{{}, {1}, {}}),
+            "watchdog: allreduce #5 timed out after 1.0 s; ranks not arrived: none; heartbeat "
+            "stopped: 1");
+  EXPECT_EQ(timeout_message(record(5, 1000ms), PeerStates{{2}, {2}, {}}),
+            "watchdog: allreduce #5 timed out after 1.0 s; ranks not arrived: 2; heartbeat "
+            "stopped: 2");
+  // A peer that did not answer may not have arrived either: unknown, and named as silent.
+  EXPECT_EQ(timeout_message(record(5, 1000ms), PeerStates{{}, {}, {3}}),
+            "watchdog: allreduce #5 timed out after 1.0 s; ranks not arrived: unknown; side "
+            "channel not answered: 3");
 }
 
 TEST(DistWatchdog, FiresOnlyForOpsNotDoneInTime) {
