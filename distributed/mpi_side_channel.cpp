@@ -114,9 +114,8 @@ MpiSideChannel::MpiSideChannel(MPI_Comm parent) {
   for (int i = 0; i < kEntryWords; ++i) entry_[i] = 0;
   // Every rank's entry is initialized before any peer may read it.
   NOEIRA_MPI_CHECK(MPI_Barrier(comm_));
-  // A plain atomic store into our own window memory, not an MPI call: the thread must not contend
-  // with publish() for the lock on our window, and Open MPI's windows are MPI_WIN_UNIFIED (a
-  // local store is what a peer's get reads).
+  // A plain atomic store into our own window memory, not an MPI call (publish() writes the same
+  // way): Open MPI's windows are MPI_WIN_UNIFIED, so a local store is what a peer's get reads.
   heartbeat_ = std::thread([this] {
     std::atomic_ref<std::int64_t> beat(entry_[kHeartbeatWord]);
     std::unique_lock lk(heartbeat_mu_);
@@ -138,11 +137,15 @@ void MpiSideChannel::stop_heartbeat() noexcept {
 }
 
 void MpiSideChannel::publish(const CollectiveCall& call) {
-  NOEIRA_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank_, 0, win_));
-  entry_[0] = static_cast<std::int64_t>(call.seq);
-  entry_[1] = static_cast<std::int64_t>(call.kind);
-  entry_[2] = call.count;
-  NOEIRA_MPI_CHECK(MPI_Win_unlock(rank_, win_));
+  // Plain atomic stores, as the heartbeat's, not an exclusive MPI lock on our own window: a rank
+  // stopped (SIGSTOP) while holding that lock kept every peer's MPI_Win_lock_all waiting, and the
+  // watchdog could name no one. The sequence number goes last, with release: a peer that reads
+  // the new number (word 0, read first) reads the kind and count stored before it.
+  std::atomic_ref<std::int64_t>(entry_[1]).store(static_cast<std::int64_t>(call.kind),
+                                                 std::memory_order_relaxed);
+  std::atomic_ref<std::int64_t>(entry_[2]).store(call.count, std::memory_order_relaxed);
+  std::atomic_ref<std::int64_t>(entry_[0]).store(static_cast<std::int64_t>(call.seq),
+                                                 std::memory_order_release);
 }
 
 void MpiSideChannel::close() noexcept {
