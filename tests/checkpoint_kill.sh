@@ -7,13 +7,7 @@
 # Usage: checkpoint_kill.sh MPIEXEC NUMPROC_FLAG NOEIRA WORKDIR [TRIALS]. Exit 77: skipped.
 set -e
 mpiexec=$1 flag=$2 noeira=$3 work=$4 trials=${5:-3}
-data=/usr/share/datasets/fashion-mnist
-if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
-  echo "skipped: Fashion-MNIST not installed at $data"
-  exit 77
-fi
-rm -rf "$work"
-mkdir -p "$work"
+. "$(dirname "$0")/fashion_mnist_work.sh"
 
 fail() {
   echo "FAIL: $*"

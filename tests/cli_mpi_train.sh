@@ -7,13 +7,7 @@
 # Usage: cli_mpi_train.sh MPIEXEC NUMPROC_FLAG NOEIRA H5DIFF WORKDIR. Exit 77: skipped.
 set -e
 mpiexec=$1 flag=$2 noeira=$3 h5diff=$4 work=$5
-data=/usr/share/datasets/fashion-mnist
-if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
-  echo "skipped: Fashion-MNIST not installed at $data"
-  exit 77
-fi
-rm -rf "$work"
-mkdir -p "$work"
+. "$(dirname "$0")/fashion_mnist_work.sh"
 common="train --limit-train 1000 --limit-test 500 --epochs 2 --batch 50 --threads 1 --log-every 5
         --policy zero3 --watchdog-timeout 60"
 "$mpiexec" "$flag" 2 "$noeira" $common --out "$work/mpi" </dev/null

@@ -5,13 +5,7 @@
 # Usage: ranks_disagree.sh MPIEXEC NUMPROC_FLAG NOEIRA WORKDIR. Exit 77: skipped.
 set -e
 mpiexec=$1 flag=$2 noeira=$3 work=$4
-data=/usr/share/datasets/fashion-mnist
-if [ ! -f "$data/train-images-idx3-ubyte.gz" ]; then
-  echo "skipped: Fashion-MNIST not installed at $data"
-  exit 77
-fi
-rm -rf "$work"
-mkdir -p "$work"
+. "$(dirname "$0")/fashion_mnist_work.sh"
 common="train --epochs 1 --limit-train 200 --limit-test 100 --threads 1 --log-every 0"
 failures=0
 
