@@ -105,8 +105,8 @@ io::CheckpointDirLock claim_checkpoint_dir(const TrainConfig& cfg) {
   }
   throw InputError(detail::concat(
       "--checkpoint-dir ", dir.string(), ": holds the checkpoints of another run (newest ",
-      latest->filename().string(), "); continue it with --resume latest, or pass --overwrite-checkpoints to discard "
-      "them"));
+      latest->filename().string(),
+      "); continue it with --resume latest, or pass --overwrite-checkpoints to discard them"));
 }
 
 std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::WalkUnits& walk,
