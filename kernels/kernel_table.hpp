@@ -80,6 +80,10 @@ struct AttentionMask {
   const std::int32_t* key_lengths = nullptr;
 };
 
+// Where batchnorm_statistics takes the statistics from: the batch (training) or the running
+// estimates (evaluation).
+enum class BatchNormSource : std::uint8_t { Batch, Running };
+
 // Which way rope() turns: Inverse is RoPE's vjp (a rotation's transpose is its inverse).
 enum class Rotation : std::uint8_t { Forward, Inverse };
 
@@ -190,6 +194,39 @@ struct KernelTable {
   void (*norm_backward)(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta,
                         const float* dy, const float* x, const float* gamma, const float* mean,
                         const float* rstd, std::int64_t rows, std::int64_t cols);
+
+  // --- batch normalization over channels (formulas: kernels/batchnorm_math.hpp) -----------------
+  // x is [rows, channels, pixels]: an image batch [rows, C, H, W] has pixels = H·W, [rows, C] has
+  // pixels = 1. Sums are per channel in double, in a fixed order (no thread-count dependence).
+  // moments [2C + 1] = Σx per channel, Σx² per channel, the count rows · pixels; all zero when
+  // !counted (a rank whose rows are stand-ins adds nothing to the global batch's statistics).
+  void (*batchnorm_moments)(Stream, double* moments, const float* x, bool counted,
+                            std::int64_t rows, std::int64_t channels, std::int64_t pixels);
+  // mean[C] and rstd[C]: with source Batch from `moments` (the global batch's when synchronized),
+  // then, when update_running and the count is non-zero, the running statistics move towards the
+  // batch's and batches_tracked[0] grows by one; with source Running from running_mean and
+  // running_var (evaluation; moments unused).
+  void (*batchnorm_statistics)(Stream, BatchNormSource source, float* mean, float* rstd,
+                               float* running_mean, float* running_var, float* batches_tracked,
+                               const double* moments, std::int64_t channels, float eps,
+                               float momentum, bool update_running);
+  // y = (x − mean[c]) · rstd[c] · gamma[c] + beta[c].
+  void (*batchnorm_forward)(Stream, float* y, const float* x, const float* mean, const float* rstd,
+                            const float* gamma, const float* beta, std::int64_t rows,
+                            std::int64_t channels, std::int64_t pixels);
+  // grad_sums [2C] = Σdy per channel, Σ dy · xhat per channel, over this rank's rows.
+  void (*batchnorm_grad_sums)(Stream, double* grad_sums, const float* dy, const float* x,
+                              const float* mean, const float* rstd, std::int64_t rows,
+                              std::int64_t channels, std::int64_t pixels);
+  // Parameter gradients first, from this rank's local_sums (dgamma = Σ dy · xhat, dbeta = Σ dy,
+  // per mode), then dx (skipped when null) from batch_sums, the gradient sums over the batch the
+  // statistics came from (local_sums again unless synchronized), and that batch's count
+  // moments[2C].
+  void (*batchnorm_backward)(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta,
+                             const double* local_sums, const double* batch_sums,
+                             const double* moments, const float* dy, const float* x,
+                             const float* mean, const float* rstd, const float* gamma,
+                             std::int64_t rows, std::int64_t channels, std::int64_t pixels);
 
   // --- embedding (ids are checked against vocab by the caller on the host) ------------------
   // The lookup is gather_rows.

@@ -30,6 +30,18 @@ class UnitHooks {
   ~UnitHooks() = default;
 };
 
+// Sums values over the ranks of the data-parallel group, in place, in the target's memory: what a
+// synchronized batch normalization (nn/batchnorm.hpp) needs inside its forward and vjp, so that
+// its statistics are those of the global batch. Every rank calls it at the same point of the same
+// step (it is a collective). The trainer implements it over the policy's process group.
+class CrossRankSum {
+ public:
+  virtual void sum(double* values, std::size_t count) = 0;
+
+ protected:
+  ~CrossRankSum() = default;
+};
+
 struct Context {
   Target target = Target::Cpu;
   const KernelTable* k = nullptr;
@@ -40,6 +52,12 @@ struct Context {
   std::uint64_t step = 0;        // optimizer step, for dropout masks
   std::int64_t row_offset = 0;   // global batch row of this rank's local row 0
   UnitHooks* units = nullptr;    // the policy driving the model's units, if any
+  // Training under data parallelism with synchronized batch statistics: the sum over ranks.
+  // Null: each rank's statistics are its own rows' (one rank, or --batchnorm local).
+  CrossRankSum* batch_stats = nullptr;
+  // This rank's rows are a stand-in (a short last batch left the rank without rows of its own):
+  // they must not count in batch statistics, nor move running estimates.
+  bool stand_in_rows = false;
 
   static Context for_target(Target target, Stream stream = nullptr) {
     Context c;

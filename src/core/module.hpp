@@ -17,6 +17,11 @@
 //    gradient (an undefined tensor when InputGrad::Skip);
 //  - for_each_param(visitor, prefix): visits every Param in a fixed order as visitor(name, param)
 //    with the dotted name prefix + "." + local name. This walk is the only registry of parameters.
+//    It is also the registry of buffers: state that is not a parameter (BatchNorm's running
+//    statistics), which no optimizer touches and no policy shards, but which checkpoints, model
+//    files and evaluation carry. A leaf with buffers calls visit_buffer(visit, prefix, name, t)
+//    in its walk, which reaches visitors that take buffers (visitor.buffer(name, tensor)) and
+//    skips the others, so combinators pass buffers on without knowing of them.
 //
 // Modules with more than one input (arity > 1: attention's q, k, v; cross-attention's x and
 // memory) take them in order, forward(ctx, x0, x1, ...), and remember them all for the vjp.
@@ -27,6 +32,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "core/context.hpp"
 #include "core/error.hpp"
@@ -70,6 +76,31 @@ template <class M, class Visitor>
   requires Module<M> || MultiInputModule<M>
 void for_each_param(M& model, Visitor&& visit) {
   model.for_each_param(visit, std::string_view{});
+}
+
+// The buffer visit of a leaf's walk (see the contract above).
+template <class Visitor>
+void visit_buffer(Visitor& visit, std::string_view prefix, std::string_view name, Tensor& buffer) {
+  if constexpr (requires(const std::string& n) { visit.buffer(n, buffer); }) {
+    visit.buffer(join_name(prefix, name), buffer);
+  }
+}
+
+namespace detail_walk {
+template <class F>
+struct BufferVisitor {
+  F& f;
+  void operator()(const std::string&, Param&) const {}
+  void buffer(const std::string& name, Tensor& t) const { f(name, t); }
+};
+}  // namespace detail_walk
+
+// Visits every buffer of a network as f(name, tensor), in walk order.
+template <class M, class F>
+  requires Module<M> || MultiInputModule<M>
+void for_each_buffer(M& model, F&& f) {
+  detail_walk::BufferVisitor<std::remove_reference_t<F>> visitor{f};
+  model.for_each_param(visitor, std::string_view{});
 }
 
 template <class M>
