@@ -60,6 +60,8 @@ class MarkedUnitsVisitor {
     out_.borrowed.back().push_back(&p);
   }
 
+  void buffer(const std::string& name, Tensor& t) { out_.buffers.push_back({name, &t}); }
+
  private:
   WalkUnits& out_;
   bool in_unit_ = false;
@@ -74,16 +76,27 @@ struct UnitCounter {
   void borrow(Param&) {}
 };
 
+// Collects one default unit's params and the buffers beside them.
+class UnitCollector {
+ public:
+  explicit UnitCollector(WalkUnits& out) : out_(out) {}
+  void operator()(const std::string& name, Param& p) {
+    out_.params.push_back({name, &p});
+    ++count_;
+  }
+  void buffer(const std::string& name, Tensor& t) { out_.buffers.push_back({name, &t}); }
+  std::size_t count() const { return count_; }
+
+ private:
+  WalkUnits& out_;
+  std::size_t count_ = 0;
+};
+
 template <class Unit>
 void collect(Unit& unit, std::string_view prefix, WalkUnits& out) {
-  std::size_t count = 0;
-  unit.for_each_param(
-      [&](const std::string& name, Param& p) {
-        out.params.push_back({name, &p});
-        ++count;
-      },
-      prefix);
-  out.unit_params.push_back(count);
+  UnitCollector collector(out);
+  unit.for_each_param(collector, prefix);
+  out.unit_params.push_back(collector.count());
   out.borrowed.emplace_back();
 }
 

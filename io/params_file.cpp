@@ -15,6 +15,71 @@ namespace {
 constexpr const char* kFormat = "noeira-params";
 
 std::string dataset_path(const std::string& name) { return "params/" + name + "/val"; }
+std::string buffer_path(const std::string& name) { return "buffers/" + name; }
+
+// Refuses non-finite values of the tensors `signature` lays out in `values`, naming the tensor.
+void check_values(const std::filesystem::path& file, const Signature& signature,
+                  std::span<const float> values, NonFinite non_finite, const char* kind) {
+  std::int64_t total = 0;
+  for (const SignatureEntry& e : signature) total += shape_numel(e.shape);
+  NOEIRA_CHECK(total == static_cast<std::int64_t>(values.size()), file.string(), ": ",
+               values.size(), " values for ", kind, "s of ", total, " elements");
+  std::size_t begin = 0;
+  for (const SignatureEntry& e : signature) {
+    const auto n = static_cast<std::size_t>(shape_numel(e.shape));
+    refuse_non_finite(values.subspan(begin, n), non_finite,
+                      detail::concat(file.string(), ": ", kind, " '", e.name, "'"), "save");
+    begin += n;
+  }
+}
+
+// Writes each tensor of `signature` from `values` at path_of(name) (the caller holds the lock).
+template <class PathOf>
+void write_tensors(hid_t f, hid_t lcpl, const std::filesystem::path& tmp,
+                   const Signature& signature, std::span<const float> values, PathOf path_of) {
+  std::size_t at = 0;
+  for (const SignatureEntry& entry : signature) {
+    const Shape& shape = entry.shape;
+    std::vector<hsize_t> dims(shape.begin(), shape.end());
+    h5::Handle space(NOEIRA_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()), dims.data(),
+                                                      nullptr),
+                                     tmp),
+                     H5Sclose);
+    h5::Handle ds(NOEIRA_H5_CHECK(H5Dcreate2(f, path_of(entry.name).c_str(), H5T_IEEE_F32LE,
+                                             space.get(), lcpl, H5P_DEFAULT, H5P_DEFAULT),
+                                  tmp),
+                  H5Dclose);
+    NOEIRA_H5_CHECK(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
+                             values.data() + at),
+                    tmp);
+    at += static_cast<std::size_t>(shape_numel(shape));
+  }
+}
+
+// Reads the dataset at `path` into a host vector after checking it has `expected` shape; `what`
+// names it in errors ("parameter '0.weight'").
+std::vector<float> read_tensor(hid_t f, const std::filesystem::path& file, const std::string& path,
+                               const Shape& expected, const std::string& what,
+                               NonFinite non_finite) {
+  if (!h5::path_exists(f, path, file)) {
+    throw InputError(detail::concat(file.string(), ": ", what, " is missing"));
+  }
+  h5::Handle ds(NOEIRA_H5_CHECK_INPUT(H5Dopen2(f, path.c_str(), H5P_DEFAULT), file), H5Dclose);
+  h5::Handle space(NOEIRA_H5_CHECK_INPUT(H5Dget_space(ds.get()), file), H5Sclose);
+  const int rank = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_ndims(space.get()), file);
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), file);
+  const Shape shape(dims.begin(), dims.end());
+  if (shape != expected) {
+    throw InputError(detail::concat(file.string(), ": ", what, " has shape ", shape_string(shape),
+                                    ", the model expects ", shape_string(expected)));
+  }
+  std::vector<float> values(static_cast<std::size_t>(shape_numel(expected)));
+  NOEIRA_H5_CHECK_INPUT(
+      H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()), file);
+  refuse_non_finite(values, non_finite, detail::concat(file.string(), ": ", what), "load");
+  return values;
+}
 
 // Opens a parameters file for reading (the caller holds the HDF5 lock); anything that is not one
 // is an InputError naming the file.
@@ -40,19 +105,11 @@ h5::Handle open_for_reading(const std::filesystem::path& file) {
 
 void save_params(const std::filesystem::path& file, std::string_view model,
                  const Signature& signature, std::span<const float> values,
-                 const std::map<std::string, std::string>& attributes, NonFinite non_finite) {
-  std::int64_t total = 0;
-  for (const SignatureEntry& e : signature) total += shape_numel(e.shape);
-  NOEIRA_CHECK(total == static_cast<std::int64_t>(values.size()), file.string(), ": ",
-               values.size(), " values for parameters of ", total, " elements");
+                 const std::map<std::string, std::string>& attributes, NonFinite non_finite,
+                 const Signature& buffers, std::span<const float> buffer_values) {
   // Before anything is created: a refused file leaves no trace.
-  std::size_t begin = 0;
-  for (const SignatureEntry& e : signature) {
-    const auto n = static_cast<std::size_t>(shape_numel(e.shape));
-    refuse_non_finite(values.subspan(begin, n), non_finite,
-                      detail::concat(file.string(), ": parameter '", e.name, "'"), "save");
-    begin += n;
-  }
+  check_values(file, signature, values, non_finite, "parameter");
+  check_values(file, buffers, buffer_values, non_finite, "buffer");
   std::filesystem::path tmp = file;
   tmp += ".tmp";
   {
@@ -69,23 +126,8 @@ void save_params(const std::filesystem::path& file, std::string_view model,
     // "params/0.weight/val" needs its groups: let HDF5 create them on the way.
     h5::Handle lcpl(NOEIRA_H5_CHECK(H5Pcreate(H5P_LINK_CREATE), tmp), H5Pclose);
     NOEIRA_H5_CHECK(H5Pset_create_intermediate_group(lcpl.get(), 1), tmp);
-    std::size_t at = 0;
-    for (const SignatureEntry& entry : signature) {
-      const Shape& shape = entry.shape;
-      std::vector<hsize_t> dims(shape.begin(), shape.end());
-      h5::Handle space(NOEIRA_H5_CHECK(H5Screate_simple(static_cast<int>(dims.size()),
-                                                        dims.data(), nullptr), tmp),
-                       H5Sclose);
-      h5::Handle ds(NOEIRA_H5_CHECK(H5Dcreate2(f.get(), dataset_path(entry.name).c_str(),
-                                               H5T_IEEE_F32LE, space.get(), lcpl.get(),
-                                               H5P_DEFAULT, H5P_DEFAULT),
-                                    tmp),
-                    H5Dclose);
-      NOEIRA_H5_CHECK(H5Dwrite(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                               values.data() + at),
-                      tmp);
-      at += static_cast<std::size_t>(shape_numel(shape));
-    }
+    write_tensors(f.get(), lcpl.get(), tmp, signature, values, dataset_path);
+    write_tensors(f.get(), lcpl.get(), tmp, buffers, buffer_values, buffer_path);
     f.close(tmp);  // a failed close (metadata flush) must not pass for a written file
   }
   std::error_code ec;
@@ -111,7 +153,8 @@ std::string read_params_model(const std::filesystem::path& file) {
 }
 
 void load_params(const std::filesystem::path& file, std::string_view model,
-                 const std::vector<NamedParam>& params, NonFinite non_finite) {
+                 const std::vector<NamedParam>& params, NonFinite non_finite,
+                 const std::vector<NamedBuffer>& buffers) {
   h5::Lock held = h5::lock();
   h5::Handle f = open_for_reading(file);
   const std::string stored = h5::read_string_attr(f.get(), "model", file, "the root group");
@@ -123,30 +166,16 @@ void load_params(const std::filesystem::path& file, std::string_view model,
   for (const NamedParam& np : params) {
     const std::string path = dataset_path(np.name);
     expected.insert(path);
-    if (!h5::path_exists(f.get(), path, file)) {
-      throw InputError(detail::concat(file.string(), ": parameter '", np.name, "' is missing"));
-    }
-    h5::Handle ds(NOEIRA_H5_CHECK_INPUT(H5Dopen2(f.get(), path.c_str(), H5P_DEFAULT), file),
-                  H5Dclose);
-    h5::Handle space(NOEIRA_H5_CHECK_INPUT(H5Dget_space(ds.get()), file), H5Sclose);
-    const int rank = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_ndims(space.get()), file);
-    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-    NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), file);
-    const Shape shape(dims.begin(), dims.end());
-    if (shape != np.param->shape()) {
-      throw InputError(detail::concat(file.string(), ": parameter '", np.name, "' has shape ",
-                                      shape_string(shape), ", the model expects ",
-                                      shape_string(np.param->shape())));
-    }
-    std::vector<float> values(static_cast<std::size_t>(np.param->numel()));
-    NOEIRA_H5_CHECK_INPUT(H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                                  values.data()),
-                          file);
-    refuse_non_finite(values, non_finite,
-                      detail::concat(file.string(), ": parameter '", np.name, "'"), "load");
-    np.param->val.copy_from(values);
+    np.param->val.copy_from(read_tensor(f.get(), file, path, np.param->shape(),
+                                        detail::concat("parameter '", np.name, "'"), non_finite));
   }
-  // A parameter the model does not have means the file and the model disagree on the network.
+  for (const NamedBuffer& nb : buffers) {
+    const std::string path = buffer_path(nb.name);
+    expected.insert(path);
+    nb.tensor->copy_from(read_tensor(f.get(), file, path, nb.tensor->shape(),
+                                     detail::concat("buffer '", nb.name, "'"), non_finite));
+  }
+  // A tensor the model does not have means the file and the model disagree on the network.
   for (const std::string& path : h5::dataset_paths(f.get(), file, {})) {
     if (expected.count(path) == 0) {
       throw InputError(detail::concat(file.string(), ": has '", path, "', which model '", model,

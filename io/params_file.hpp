@@ -7,6 +7,8 @@
 //                                        model = "<preset name>", and for a language model
 //                                        vocabulary = its tokenizer (train/tokenizer.hpp)
 //   /params/<dotted.name>/val  float32 dataset with the parameter's shape
+//   /buffers/<dotted.name>     float32 dataset with the buffer's shape (BatchNorm's running
+//                              statistics: state that is not a parameter, core/module.hpp)
 //
 // Dotted names come from the parameter walk ("0.weight", "2.bias").
 #include <cstdint>
@@ -31,8 +33,14 @@ struct NamedParam {
   Param* param = nullptr;
 };
 
+struct NamedBuffer {
+  std::string name;
+  Tensor* tensor = nullptr;
+};
+
 // Writes the parameters `signature` names (walk order) with their values, concatenated in the
-// same order in host memory (what ShardingPolicy::full_parameters returns), and string
+// same order in host memory (what ShardingPolicy::full_parameters returns), the buffers `buffers`
+// names with theirs laid out alike in `buffer_values`, and string
 // attributes of the root group beside `model` (a language model's "vocabulary"). The file is
 // written under "<file>.tmp" and renamed, so a crashed write never leaves a file that looks
 // complete. A NaN or infinity in the values is an InputError naming the parameter, and no file is
@@ -40,7 +48,8 @@ struct NamedParam {
 void save_params(const std::filesystem::path& file, std::string_view model,
                  const Signature& signature, std::span<const float> values,
                  const std::map<std::string, std::string>& attributes = {},
-                 NonFinite non_finite = NonFinite::Refuse);
+                 NonFinite non_finite = NonFinite::Refuse, const Signature& buffers = {},
+                 std::span<const float> buffer_values = {});
 
 // A string attribute of the root group, if the file has it (InputError when it is not such a
 // file).
@@ -50,10 +59,11 @@ std::optional<std::string> read_params_attribute(const std::filesystem::path& fi
 // The model preset a parameters file was written for (InputError when it is not such a file).
 std::string read_params_model(const std::filesystem::path& file);
 
-// Reads every parameter's value. A different model name, a missing parameter, an extra one or a
-// shape mismatch is an InputError naming the file and the tensor; so is a non-finite value unless
-// `non_finite` allows it.
+// Reads every parameter's and buffer's value. A different model name, a missing tensor, an extra
+// one or a shape mismatch is an InputError naming the file and the tensor; so is a non-finite
+// value unless `non_finite` allows it.
 void load_params(const std::filesystem::path& file, std::string_view model,
-                 const std::vector<NamedParam>& params, NonFinite non_finite = NonFinite::Refuse);
+                 const std::vector<NamedParam>& params, NonFinite non_finite = NonFinite::Refuse,
+                 const std::vector<NamedBuffer>& buffers = {});
 
 }  // namespace noeira::io

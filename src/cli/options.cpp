@@ -189,6 +189,10 @@ void add_train_command(CLI::App& app, Command& c) {
                "Simulate N ranks as threads of this process (0: off); under mpirun the ranks are "
                "the MPI processes")
       ->check(whole_in(0, kMaxSimRanks));
+  a.add_option("--batchnorm", t.batchnorm,
+               "Batch statistics under data parallelism: sync (the global batch's: N ranks train "
+               "as one) or local (each rank's rows, as PyTorch DDP; one allreduce less per layer)")
+      ->check(CLI::IsMember({"sync", "local"}));
   a.add_option("--bucket-mb", t.bucket_mb, "DDP gradient bucket size in MiB")
       ->check(real_in(0.001, 1e5));
   a.add_option("--watchdog-timeout", t.watchdog_timeout,

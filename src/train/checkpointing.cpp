@@ -9,6 +9,7 @@
 #include "io/checkpoint_reader.hpp"
 #include "kernels/error.hpp"
 #include "train/divergence.hpp"
+#include "train/model_buffers.hpp"
 
 namespace noeira {
 
@@ -179,6 +180,12 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   if (!cfg.allow_non_finite) {
     refuse_non_finite_slices(group, walk, slices, codes, cursor.step, cfg);
   }
+  // Buffers are whole on every rank (the trainer made them rank 0's): rank 0 writes them.
+  std::vector<float> buffers;
+  if (group.rank() == 0 && !walk.buffers.empty()) {
+    buffers = buffer_values(walk);
+    for (io::TensorSlice& slice : buffer_slices(walk, buffers)) slices.push_back(std::move(slice));
+  }
 
   bool ok = true;
   std::string error;
@@ -265,6 +272,7 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
       k.upload(nullptr, piece.data, host_copy.data(), count * sizeof(float));
     }
   }
+  load_buffers(ckpt, walk, non_finite_policy(cfg));
   optimizer.set_state({meta.optimizer.t, meta.optimizer.beta1_pow, meta.optimizer.beta2_pow});
 
   TrainCursor cursor{meta.step, meta.samples_seen};

@@ -26,6 +26,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"log-every", c.log_every},
       {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
       {"bucket-mb", c.bucket_mb}, {"watchdog-timeout", c.watchdog_timeout},
+      {"batchnorm", c.batchnorm},
       {"report-memory", c.report_memory},
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
       {"keep-last", c.keep_last},
@@ -113,6 +114,9 @@ void validate(const TrainConfig& c) {
                                     c.watchdog_timeout));
   }
   if (!(c.lr > 0.0)) throw InputError(detail::concat("--lr must be positive, got ", c.lr));
+  if (c.batchnorm != "sync" && c.batchnorm != "local") {
+    throw InputError(detail::concat("--batchnorm must be sync or local, got '", c.batchnorm, "'"));
+  }
 }
 
 }  // namespace noeira

@@ -66,6 +66,9 @@ struct TrainConfig {
   std::string policy = "ddp";            // ddp | zero1 | zero2 | zero3
   int sim_ranks = 0;
   double bucket_mb = 25.0;               // DDP gradient bucket size
+  // Batch normalization under data parallelism: sync (statistics of the global batch, so N ranks
+  // train the model one rank trains) or local (each rank's rows, as PyTorch's DDP; faster).
+  std::string batchnorm = "sync";
   double watchdog_timeout = 300.0;       // seconds a collective may wait before the run fails
   bool report_memory = false;            // print each rank's memory after the first step
   // Checkpoints (issue 5): rank-sharded, every checkpoint_every steps (0: only at the end) and

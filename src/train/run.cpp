@@ -145,8 +145,9 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
   if (files != nullptr) {
     const std::filesystem::path params_file = files->out / "model.h5";
     auto save = [&] {
-      io::save_params(params_file, cfg.model, signature_of(dist::walk_units(model)), values,
-                      saved_attributes(cfg), non_finite_policy(cfg));
+      const dist::WalkUnits walk = dist::walk_units(model);
+      io::save_params(params_file, cfg.model, signature_of(walk), values, saved_attributes(cfg),
+                      non_finite_policy(cfg), buffer_signature(walk), buffer_values(walk));
     };
     if (!summary.save_failure.empty()) {
       // A checkpoint failed: what can still be written is, and the failure says what it was.

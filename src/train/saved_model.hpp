@@ -15,6 +15,7 @@
 #include "io/params_file.hpp"
 #include "train/checkpointing.hpp"
 #include "train/config.hpp"
+#include "train/model_buffers.hpp"
 
 namespace noeira {
 
@@ -49,12 +50,14 @@ template <Module M>
 void SavedModel::load_into(M& model) {
   std::vector<io::NamedParam> params;
   for_each_param(model, [&](const std::string& name, Param& p) { params.push_back({name, &p}); });
+  const dist::WalkUnits walk = dist::walk_units(model);
   if (!checkpoint_) {
-    io::load_params(params_, model_, params, non_finite_);
+    io::load_params(params_, model_, params, non_finite_, named_buffers(walk));
     return;
   }
   // The logical tensors, whatever world size and policy wrote them.
-  checkpoint_->check_signature(signature_of(dist::walk_units(model)));
+  checkpoint_->check_signature(signature_of(walk));
+  load_buffers(*checkpoint_, walk, non_finite_);
   std::vector<float> values;
   for (const io::NamedParam& np : params) {
     values.resize(static_cast<std::size_t>(np.param->numel()));

@@ -52,6 +52,8 @@ double train_step(M& model, Context& ctx, Task& task, const StepRows& rows,
   // 1. the batch (task.load) is this rank's rows of the global batch; dropout masks follow the
   //    global row
   ctx.row_offset = rows.mine.begin - rows.global.begin;
+  const bool idle = rows.mine.size() == 0;
+  ctx.stand_in_rows = idle;  // not counted in batch statistics
 
   // 2. forward; ZeRO-3 gathers each unit's parameters just before it runs
   const Tensor& output = dist::forward_units(model, ctx, task.input(), policy);
@@ -60,7 +62,6 @@ double train_step(M& model, Context& ctx, Task& task, const StepRows& rows,
   //    sum over ranks that the policy computes is the global mean. A rank that a short last batch
   //    left without rows computed on a stand-in row (rows_to_compute): a gradient scale of 0 makes
   //    its contribution exactly zero, and its loss is not summed.
-  const bool idle = rows.mine.size() == 0;
   const float grad_scale = idle ? 0.0f : 1.0f / static_cast<float>(rows.global_targets);
   task.loss(ctx, output, grad_scale, sums.begin_step(ctx));
   if (!idle) sums.end_step(ctx);

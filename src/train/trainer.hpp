@@ -20,6 +20,7 @@
 #include <string>
 
 #include "core/module.hpp"
+#include "distributed/buffer_sync.hpp"
 #include "distributed/host_collectives.hpp"
 #include "distributed/policy.hpp"
 #include "distributed/units.hpp"
@@ -36,6 +37,21 @@
 #include "train/task.hpp"
 
 namespace noeira {
+
+// Points ctx.batch_stats at a cross-rank sum for the life of the scope (the training run).
+class BatchStatsScope {
+ public:
+  BatchStatsScope(Context& ctx, CrossRankSum* sum) : ctx_(ctx), saved_(ctx.batch_stats) {
+    ctx.batch_stats = sum;
+  }
+  ~BatchStatsScope() { ctx_.batch_stats = saved_; }
+  BatchStatsScope(const BatchStatsScope&) = delete;
+  BatchStatsScope& operator=(const BatchStatsScope&) = delete;
+
+ private:
+  Context& ctx_;
+  CrossRankSum* saved_;
+};
 
 // Prints every rank's memory_report(), one line per rank in rank order (a barrier between
 // ranks keeps simulated ranks' lines apart). Collective.
@@ -84,6 +100,16 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   TrainSummary summary;
   // Names and shapes for checkpoints.
   const dist::WalkUnits walk = dist::walk_units(model);
+  // Batch statistics of the global batch (--batchnorm sync) through the policy's group; with
+  // per-rank statistics, rank 0's running estimates are the model's, and every rank takes them
+  // before they are evaluated or saved.
+  dist::SyncedBatchStats synced_stats(group);
+  const bool local_buffers = cfg.batchnorm == "local" && group.size() > 1;
+  const BatchStatsScope stats_scope(ctx, local_buffers || group.size() == 1 ? nullptr
+                                                                            : &synced_stats);
+  auto share_rank0_buffers = [&] {
+    if (local_buffers) dist::broadcast_buffers(group, walk);
+  };
   TrainCursor start;
   if (!resume.empty()) {
     start = load_checkpoint(resume, policy, walk, optimizer, cfg, task.train_samples());
@@ -106,6 +132,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   double shown_loss = std::numeric_limits<double>::quiet_NaN();  // the last logged, for the bar
   // False when the save failed (on every rank: the save agrees): the caller returns `summary`.
   auto checkpoint = [&] {
+    share_rank0_buffers();
     // The sums come back to the host: checkpoints are a synchronization point anyway.
     at.epoch_loss_sum = sums.period();
     at.window_loss_sum = sums.window();
@@ -233,6 +260,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
 
     // Evaluation, outside the training time; every rank takes part.
     const Clock::time_point eval_start = Clock::now();
+    share_rank0_buffers();
     const EvalResult eval = task.evaluate(model, ctx, &policy);
 
     EpochRecord r;
