@@ -51,6 +51,7 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
                         "--min-lr", "--grad-clip", "--seed UINT=1", "--threads", "--out",
                         "--log-format", "--log-every", "--config", "--data-dir", "--limit-train",
                         "--policy TEXT:{ddp,zero1,zero2,zero3}=ddp", "--sim-ranks", "--bucket-mb",
+                        "--batchnorm TEXT:{sync,local}=sync",
                         "--watchdog-timeout", "--report-memory", "--checkpoint-dir",
                         "--checkpoint-every", "--keep-last INT:[0..1000000]=3", "--resume",
                         "--device TEXT:{cpu,cuda}=cpu", "--allow-tf32"}) {
@@ -73,6 +74,10 @@ TEST(Cli, BadFlagsAreOneLineErrors) {
   expect_one_error_line(noeira(dir, ""), "subcommand");
   expect_one_error_line(noeira(dir, "train --model resnet --data-dir " + dir.path().string()),
                         "unknown model 'resnet'");
+  expect_one_error_line(noeira(dir, "train --batchnorm global"), "--batchnorm");
+  // A flag that cannot apply is an error, not a silent no-op.
+  expect_one_error_line(noeira(dir, "train --model mlp --batchnorm local"),
+                        "--batchnorm local: model 'mlp' has no batch normalization");
 }
 
 TEST(Cli, MissingOrBadDataNamesTheFile) {

@@ -278,6 +278,13 @@ TrainOutcome run_train(const TrainConfig& given) {
 
   return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
     check_preset_suits_data<M>(cfg);
+    if (cfg.batchnorm == "local") {
+      M probe(model_init<M>(cfg, Target::Cpu));
+      if (dist::walk_units(probe).buffers.empty()) {
+        throw InputError(detail::concat("--batchnorm local: model '", cfg.model,
+                                        "' has no batch normalization"));
+      }
+    }
     if (mpi) select_rank_device(target);
     const auto run = [&] {
       if constexpr (LanguageModel<M>) {
