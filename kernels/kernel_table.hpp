@@ -87,6 +87,26 @@ enum class BatchNormSource : std::uint8_t { Batch, Running };
 // Which way rope() turns: Inverse is RoPE's vjp (a rotation's transpose is its inverse).
 enum class Rotation : std::uint8_t { Forward, Inverse };
 
+// One 2-D convolution as its kernels see it. Activations are NCHW: `images` images of
+// in_channels x in_height x in_width in, of out_channels x out_height x out_width out. The weight
+// is [out_channels, in_channels / groups, kernel, kernel] (PyTorch's Conv2d layout); group g maps
+// input channels [g·Ci/G, (g+1)·Ci/G) to output channels [g·Co/G, (g+1)·Co/G). Output pixel
+// (oh, ow) reads input (oh·stride − padding + i·dilation, ow·stride − padding + j·dilation) for
+// kernel tap (i, j), zero outside the image; out_height and out_width are the window's output
+// size (PyTorch's formula).
+struct ConvGeometry {
+  std::int64_t images = 0;
+  std::int64_t in_channels = 0, in_height = 0, in_width = 0;
+  std::int64_t out_channels = 0, out_height = 0, out_width = 0;
+  std::int64_t kernel = 1;  // square
+  std::int64_t stride = 1;
+  std::int64_t padding = 0;  // zeros on every side
+  std::int64_t dilation = 1;
+  std::int64_t groups = 1;
+
+  constexpr bool operator==(const ConvGeometry&) const = default;
+};
+
 struct KernelTable {
   Target target;
 
@@ -181,6 +201,30 @@ struct KernelTable {
   void (*rope)(Stream, Rotation rotation, float* y, const float* x, std::int64_t rows,
                std::int64_t seq, std::int64_t heads, std::int64_t head_dim, std::int64_t start,
                float base);
+
+  // --- convolution (ConvGeometry: NCHW activations, PyTorch's weight layout) ----------------
+  // Three linear maps of one convolution C, as cuDNN names them. ConvTranspose2D is the same
+  // code with the roles swapped: its forward is conv2d_backward_data, its input gradient
+  // conv2d_forward, its weight gradient conv2d_backward_filter with its input as dy.
+  // `workspace` holds conv2d_workspace(geometry) floats that the caller owns (the CPU's im2col
+  // columns and the weight gradient's partial sums; CUDA asks for none and takes cuDNN's from
+  // its own per-stream scratch). Deterministic: the same bits for any thread count.
+  std::int64_t (*conv2d_workspace)(const ConvGeometry&);
+  // y [images, Co, Ho, Wo] = C(x [images, Ci, H, W]; w) + b[Co] (b may be null).
+  void (*conv2d_forward)(Stream, float* y, const float* x, const float* w, const float* b,
+                         const ConvGeometry&, float* workspace);
+  // dx [images, Ci, H, W] = Cᵀ(dy; w) + b[Ci] (overwritten; b may be null, and is null for a
+  // convolution's input gradient; a transposed convolution's bias is over these channels).
+  void (*conv2d_backward_data)(Stream, float* dx, const float* dy, const float* w, const float* b,
+                               const ConvGeometry&, float* workspace);
+  // dw [Co, Ci / groups, k, k] (= or +=, per mode) the weight gradient of C at input x for the
+  // output gradient dy.
+  void (*conv2d_backward_filter)(Stream, GradMode mode, float* dw, const float* dy, const float* x,
+                                 const ConvGeometry&, float* workspace);
+  // db[c] (= or +=, per mode) Σ over images and pixels of dy [images, channels, pixels]: a
+  // convolution's bias gradient (or a transposed one's, from its own output gradient).
+  void (*conv2d_backward_bias)(Stream, GradMode mode, float* db, const float* dy,
+                               std::int64_t images, std::int64_t channels, std::int64_t pixels);
 
   // --- normalization: LayerNorm, or RMSNorm where mean, beta and dbeta are null -------------
   // LayerNorm: xhat = (x - mean) · rstd, y = xhat · gamma + beta. RMSNorm: xhat = x · rstd, with

@@ -1,0 +1,223 @@
+// Convolutions on CUDA through cuDNN's convolution API: forward, backward data (also the
+// transposed convolution's forward), backward filter and backward bias, the bias itself added by
+// cudnnAddTensor. Host code only.
+//
+// A plan per geometry — descriptors and the algorithm of each direction — is made on first use
+// and kept per host thread (cuDNN's descriptors are host objects; the handle is the thread's).
+// Algorithms come from cuDNN's heuristics (no timing runs), and only deterministic ones are
+// taken, so that a step gives the same bits every time; without TF32 (settings.hpp) only FMA
+// kernels, so that the results match the fp32 CPU reference within fp32 tolerance. Each call's
+// workspace is stream-ordered scratch (scratch.hpp).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/cudnn_handle.hpp"
+#include "kernels/cuda/scratch.hpp"
+#include "kernels/cuda/settings.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira::cuda {
+
+namespace {
+
+int as_cudnn_int(std::int64_t v) {
+  NOEIRA_CHECK(v >= 0 && v <= INT32_MAX, "cuDNN convolution: size ", v, " does not fit an int");
+  return static_cast<int>(v);
+}
+
+cudnnTensorDescriptor_t tensor_descriptor(std::int64_t n, std::int64_t c, std::int64_t h,
+                                          std::int64_t w) {
+  cudnnTensorDescriptor_t d = nullptr;
+  CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_cudnn_int(n),
+                                         as_cudnn_int(c), as_cudnn_int(h), as_cudnn_int(w)));
+  return d;
+}
+
+// The first deterministic algorithm cuDNN's heuristics rank, of the math the run allows.
+template <class Perf>
+const Perf& pick_algorithm(const Perf* perf, int count, bool tf32, const char* direction) {
+  for (int i = 0; i < count; ++i) {
+    const bool tensor_cores = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
+                              perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+        (tf32 || !tensor_cores)) {
+      return perf[i];
+    }
+  }
+  throw LibraryError(detail::concat("cuDNN offers no deterministic ", direction,
+                                    " algorithm for this convolution", tf32 ? "" : " without TF32"));
+}
+
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnTensorDescriptor_t out_bias = nullptr, in_bias = nullptr;  // [1, C, 1, 1]
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t forward_algo{};
+  cudnnConvolutionBwdDataAlgo_t data_algo{};
+  cudnnConvolutionBwdFilterAlgo_t filter_algo{};
+  std::size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
+
+  ConvPlan(cudnnHandle_t handle, const ConvGeometry& g, bool tf32) {
+    x = tensor_descriptor(g.images, g.in_channels, g.in_height, g.in_width);
+    y = tensor_descriptor(g.images, g.out_channels, g.out_height, g.out_width);
+    out_bias = tensor_descriptor(1, g.out_channels, 1, 1);
+    in_bias = tensor_descriptor(1, g.in_channels, 1, 1);
+    CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
+                                           as_cudnn_int(g.out_channels),
+                                           as_cudnn_int(g.in_channels / g.groups),
+                                           as_cudnn_int(g.kernel), as_cudnn_int(g.kernel)));
+    CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    const int pad = as_cudnn_int(g.padding), stride = as_cudnn_int(g.stride);
+    const int dilation = as_cudnn_int(g.dilation);
+    // CROSS_CORRELATION: what deep learning (and PyTorch) calls convolution.
+    CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, pad, pad, stride, stride, dilation, dilation,
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, as_cudnn_int(g.groups)));
+    CUDNN_CHECK(cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    choose_algorithms(handle, tf32);
+  }
+  ~ConvPlan() {
+    // Destroying host descriptors cannot fail in a way worth reporting at thread exit.
+    for (cudnnTensorDescriptor_t d : {x, y, out_bias, in_bias}) {
+      if (d != nullptr) (void)cudnnDestroyTensorDescriptor(d);
+    }
+    if (w != nullptr) (void)cudnnDestroyFilterDescriptor(w);
+    if (conv != nullptr) (void)cudnnDestroyConvolutionDescriptor(conv);
+  }
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+
+ private:
+  void choose_algorithms(cudnnHandle_t handle, bool tf32) {
+    int count = 0;
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
+        handle, x, w, conv, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
+    forward_algo = pick_algorithm(fwd, count, tf32, "forward").algo;
+    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, forward_algo,
+                                                        &forward_bytes));
+    cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        handle, w, y, conv, x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
+    data_algo = pick_algorithm(data, count, tf32, "backward data").algo;
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, data_algo,
+                                                             &data_bytes));
+    cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        handle, x, y, conv, w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter));
+    filter_algo = pick_algorithm(filter, count, tf32, "backward filter").algo;
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, filter_algo,
+                                                               &filter_bytes));
+  }
+};
+
+struct PlanKey {
+  int device;
+  bool tf32;
+  ConvGeometry geometry;
+  bool operator==(const PlanKey&) const = default;
+};
+
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey& k) const {
+    const ConvGeometry& g = k.geometry;
+    std::size_t h = std::hash<int>{}(k.device * 2 + (k.tf32 ? 1 : 0));
+    for (std::int64_t v : {g.images, g.in_channels, g.in_height, g.in_width, g.out_channels,
+                           g.out_height, g.out_width, g.kernel, g.stride, g.padding, g.dilation,
+                           g.groups}) {
+      h = h * 1000003u ^ std::hash<std::int64_t>{}(v);
+    }
+    return h;
+  }
+};
+
+const ConvPlan& plan_for(cudnnHandle_t handle, const ConvGeometry& g) {
+  thread_local std::unordered_map<PlanKey, std::unique_ptr<ConvPlan>, PlanKeyHash> plans;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  const PlanKey key{device, allow_tf32(), g};
+  auto it = plans.find(key);
+  if (it == plans.end()) {
+    it = plans.emplace(key, std::make_unique<ConvPlan>(handle, g, key.tf32)).first;
+  }
+  return *it->second;
+}
+
+constexpr float kOne = 1.0f;
+constexpr float kZero = 0.0f;
+
+}  // namespace
+
+std::int64_t conv2d_workspace(const ConvGeometry&) { return 0; }
+
+void conv2d_forward(Stream s, float* y, const float* x, const float* w, const float* b,
+                    const ConvGeometry& g, float*) {
+  if (g.images <= 0) return;
+  cudnnHandle_t handle = cudnn_handle(s);
+  const ConvPlan& p = plan_for(handle, g);
+  Scratch<std::byte> workspace(s, p.forward_bytes);
+  CUDNN_CHECK(cudnnConvolutionForward(handle, &kOne, p.x, x, p.w, w, p.conv, p.forward_algo,
+                                      workspace.data(), p.forward_bytes, &kZero, p.y, y));
+  if (b != nullptr) CUDNN_CHECK(cudnnAddTensor(handle, &kOne, p.out_bias, b, &kOne, p.y, y));
+}
+
+void conv2d_backward_data(Stream s, float* dx, const float* dy, const float* w, const float* b,
+                          const ConvGeometry& g, float*) {
+  if (g.images <= 0) return;
+  cudnnHandle_t handle = cudnn_handle(s);
+  const ConvPlan& p = plan_for(handle, g);
+  Scratch<std::byte> workspace(s, p.data_bytes);
+  CUDNN_CHECK(cudnnConvolutionBackwardData(handle, &kOne, p.w, w, p.y, dy, p.conv, p.data_algo,
+                                           workspace.data(), p.data_bytes, &kZero, p.x, dx));
+  if (b != nullptr) CUDNN_CHECK(cudnnAddTensor(handle, &kOne, p.in_bias, b, &kOne, p.x, dx));
+}
+
+void conv2d_backward_filter(Stream s, GradMode mode, float* dw, const float* dy, const float* x,
+                            const ConvGeometry& g, float*) {
+  if (g.images <= 0) {
+    if (mode == GradMode::Overwrite) {
+      const std::int64_t weight =
+          g.out_channels * (g.in_channels / g.groups) * g.kernel * g.kernel;
+      CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * weight, as_cuda(s)));
+    }
+    return;
+  }
+  cudnnHandle_t handle = cudnn_handle(s);
+  const ConvPlan& p = plan_for(handle, g);
+  Scratch<std::byte> workspace(s, p.filter_bytes);
+  const float beta = mode == GradMode::Accumulate ? 1.0f : 0.0f;
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, p.x, x, p.y, dy, p.conv,
+                                             p.filter_algo, workspace.data(), p.filter_bytes,
+                                             &beta, p.w, dw));
+}
+
+void conv2d_backward_bias(Stream s, GradMode mode, float* db, const float* dy, std::int64_t images,
+                          std::int64_t channels, std::int64_t pixels) {
+  if (images <= 0 || pixels <= 0) {
+    if (mode == GradMode::Overwrite) {
+      CUDA_CHECK(cudaMemsetAsync(db, 0, sizeof(float) * channels, as_cuda(s)));
+    }
+    return;
+  }
+  cudnnHandle_t handle = cudnn_handle(s);
+  // Descriptors of this call only: host objects, cheap beside the reduction.
+  struct Descriptors {
+    cudnnTensorDescriptor_t dy, db;
+    ~Descriptors() {
+      (void)cudnnDestroyTensorDescriptor(dy);
+      (void)cudnnDestroyTensorDescriptor(db);
+    }
+  } d{tensor_descriptor(images, channels, pixels, 1), tensor_descriptor(1, channels, 1, 1)};
+  const float beta = mode == GradMode::Accumulate ? 1.0f : 0.0f;
+  CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, &kOne, d.dy, dy, &beta, d.db, db));
+}
+
+}  // namespace noeira::cuda

@@ -1,0 +1,25 @@
+#pragma once
+// cuDNN state and its check macro: one handle per host thread (as the cuBLASLt handles in
+// handles.hpp, so that simulated ranks share no handle state), created on the device current at
+// first use, bound to the caller's stream on every call, destroyed when the thread exits.
+#include <cudnn.h>
+
+#include "kernels/cuda/check.hpp"
+#include "kernels/target.hpp"
+
+#define CUDNN_CHECK(call)                                                                    \
+  do {                                                                                       \
+    const cudnnStatus_t noeira_cudnn_status_ = (call);                                       \
+    if (noeira_cudnn_status_ != CUDNN_STATUS_SUCCESS) {                                      \
+      throw ::noeira::LibraryError(::noeira::detail::concat(                                 \
+          #call, " failed: ", cudnnGetErrorString(noeira_cudnn_status_), " at ", __FILE__,   \
+          ":", __LINE__));                                                                   \
+    }                                                                                        \
+  } while (0)
+
+namespace noeira::cuda {
+
+// This thread's handle, set to run on `stream`.
+cudnnHandle_t cudnn_handle(Stream stream);
+
+}  // namespace noeira::cuda
