@@ -1,0 +1,210 @@
+// Conv2D and ConvTranspose2D against finite differences (odd sizes, stride, padding, dilation,
+// groups, bias on and off, pointwise 1x1), against closed forms, under GradMode::Accumulate, and
+// for the same bits at any thread count. PyTorch's own numbers: tests/test_conv_torch.cpp.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conv_util.hpp"
+#include "gradcheck.hpp"
+#include "leaf_util.hpp"
+#include "nn/conv2d.hpp"
+#include "nn/conv_transpose2d.hpp"
+#include "nn/linear.hpp"
+#include "nn/sequential.hpp"
+
+namespace noeira {
+namespace {
+
+using testing::gradcheck;
+using testing::image_input;
+using testing::kLeafInit;
+using testing::param_grad;
+using testing::random_values;
+using testing::randomize_conv_params;
+
+template <class M>
+void check_leaf(std::int64_t rows, std::uint32_t seed) {
+  SCOPED_TRACE("rows " + std::to_string(rows));
+  M m(kLeafInit);
+  randomize_conv_params(m, seed);
+  gradcheck(m, image_input(rows, M::in_image, seed + 100));
+}
+
+template <class M>
+void check_leaf_batches(std::uint32_t seed) {
+  check_leaf<M>(1, seed);
+  check_leaf<M>(3, seed + 1);
+}
+
+TEST(Conv2D, GradientsMatchFiniteDifferences) {
+  check_leaf_batches<Conv2D<ConvSpec{{3, 7, 5}, 4, 3, 1, 1}>>(1);
+  check_leaf_batches<Conv2D<ConvSpec{{2, 9, 8}, 3, 3, 2, 2, 2}>>(2);  // stride, padding, dilation
+  check_leaf_batches<Conv2D<ConvSpec{{4, 6, 7}, 6, 3, 1, 0, 1, 2, false}>>(3);  // groups, no bias
+  check_leaf_batches<Conv2D<ConvSpec{{3, 8, 7}, 6, 2, 3, 1, 1, 3}>>(4);  // even kernel, stride 3
+  check_leaf_batches<Conv2D<ConvSpec{{5, 4, 3}, 3, 1}>>(5);              // pointwise: no im2col
+  check_leaf_batches<Conv2D<ConvSpec{{3, 5, 5}, 2, 1, 2}>>(6);           // 1x1, stride 2
+  check_leaf_batches<Conv2D<ConvSpec{{4, 5, 5}, 4, 3, 1, 1, 1, 4}>>(7);  // depthwise
+}
+
+TEST(ConvTranspose2D, GradientsMatchFiniteDifferences) {
+  // stride 2, padding 1, output_padding 1: the upsampling of a decoder
+  check_leaf_batches<ConvTranspose2D<ConvTransposeSpec{{3, 4, 5}, 2, 3, 2, 1, 1}>>(11);
+  check_leaf_batches<ConvTranspose2D<ConvTransposeSpec{{4, 3, 3}, 6, 3, 1, 0, 0, 2, 2}>>(12);
+  check_leaf_batches<ConvTranspose2D<ConvTransposeSpec{{2, 5, 4}, 3, 2, 2, 0, 0, 1, 1, false}>>(13);
+  check_leaf_batches<ConvTranspose2D<ConvTransposeSpec{{4, 3, 3}, 2, 1}>>(14);  // pointwise
+  check_leaf_batches<ConvTranspose2D<ConvTransposeSpec{{3, 4, 4}, 3, 3, 3, 2, 2, 1, 3}>>(15);
+}
+
+TEST(Conv2D, ForwardMatchesClosedForm) {
+  // One 3x3 image 1..9, a 2x2 kernel [[1, 2], [3, 4]], bias 0.5, padding 1, stride 2: outputs at
+  // input rows/cols {-1, 1} x {-1, 1}, each the taps that fall inside.
+  Conv2D<ConvSpec{{1, 3, 3}, 1, 2, 2, 1}> conv(kLeafInit);
+  for_each_param(conv, [](const std::string& name, Param& p) {
+    p.val.copy_from(name == "weight" ? std::vector<float>{1, 2, 3, 4} : std::vector<float>{0.5f});
+  });
+  Context ctx = Context::for_target(Target::Cpu);
+  const Tensor x = Tensor::from_host({1, 9}, std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const Tensor& y = conv.forward(ctx, x);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 2, 2}));
+  // (0,0): tap (1,1) on x(0,0) = 4·1; (0,1): taps (1,0),(1,1) on x(0,1),x(0,2) = 3·2 + 4·3;
+  // (1,0): taps (0,1),(1,1) on x(1,0),x(2,0) = 2·4 + 4·7; (1,1): all four on x(1..2, 1..2).
+  EXPECT_EQ(y.to_vector(),
+            (std::vector<float>{4.5f, 18.5f, 36.5f, 1 * 5 + 2 * 6 + 3 * 8 + 4 * 9 + 0.5f}));
+}
+
+TEST(ConvTranspose2D, ForwardSpreadsEachPixelOverTheKernel) {
+  // Two pixels at stride 3 with a 2x2 kernel: each pixel writes value · kernel into its own
+  // block, with the gap between them only the bias.
+  ConvTranspose2D<ConvTransposeSpec{{1, 1, 2}, 1, 2, 3}> up(kLeafInit);
+  for_each_param(up, [](const std::string& name, Param& p) {
+    p.val.copy_from(name == "weight" ? std::vector<float>{1, 2, 3, 4} : std::vector<float>{-1});
+  });
+  Context ctx = Context::for_target(Target::Cpu);
+  const Tensor x = Tensor::from_host({1, 1, 1, 2}, std::vector<float>{2, 10});
+  const Tensor& y = up.forward(ctx, x);
+  EXPECT_EQ(y.shape(), (Shape{1, 1, 2, 5}));
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{1, 3, -1, 9, 19, 5, 7, -1, 29, 39}));
+}
+
+TEST(Conv2D, ReadsFlatRowsAndChainsIntoLinear) {
+  // [rows, C·H·W] in, [rows, C, H, W] out, and a Linear reads that as rows of C·H·W.
+  using C = Conv2D<ConvSpec{{1, 5, 5}, 2, 3}>;
+  static_assert(C::out_image == ImageShape{2, 3, 3} && C::out_dim == 18);
+  Sequential<C, Linear<18, 4>> net(kLeafInit);
+  Context ctx = Context::for_target(Target::Cpu);
+  const Tensor x = Tensor::from_host({3, 25}, random_values(75, 3));
+  EXPECT_EQ(net.forward(ctx, x).shape(), (Shape{3, 4}));
+  gradcheck(net, x);
+}
+
+TEST(Conv2D, WrongInputWidthNamesTheLayer) {
+  Conv2D<ConvSpec{{2, 4, 4}, 2, 3}> conv(kLeafInit);
+  Context ctx = Context::for_target(Target::Cpu);
+  try {
+    conv.forward(ctx, Tensor({2, 31}));
+    FAIL() << "a row of 31 was accepted for 2x4x4 images";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Conv2D"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Conv2D, WithoutBiasHasOnlyAWeight) {
+  Conv2D<ConvSpec{{4, 3, 3}, 6, 3, 1, 1, 1, 2, false}> conv(kLeafInit);
+  std::vector<std::string> names;
+  for_each_param(conv, [&](const std::string& name, Param& p) {
+    names.push_back(name + " " + shape_string(p.shape()));
+  });
+  EXPECT_EQ(names, (std::vector<std::string>{"weight [6, 2, 3, 3]"}));
+  ConvTranspose2D<ConvTransposeSpec{{4, 3, 3}, 6, 3, 1, 1, 0, 1, 2}> up(kLeafInit);
+  names.clear();
+  for_each_param(up, [&](const std::string& name, Param& p) {
+    names.push_back(name + " " + shape_string(p.shape()));
+  });
+  EXPECT_EQ(names, (std::vector<std::string>{"weight [4, 3, 3, 3]", "bias [6]"}));
+}
+
+// A second vjp under Accumulate adds its gradients to the first's.
+template <class M>
+void check_accumulates() {
+  M m(kLeafInit);
+  randomize_conv_params(m, 21);
+  Context ctx = Context::for_target(Target::Cpu);
+  const std::int64_t rows = 5;
+  const Tensor x = image_input(rows, M::in_image, 22);
+  const Tensor dy1 = image_input(rows, M::out_image, 23);
+  const Tensor dy2 = image_input(rows, M::out_image, 24);
+  std::vector<std::vector<float>> first, second, both;
+  auto grads = [&] {
+    std::vector<std::vector<float>> g;
+    for_each_param(m, [&](const std::string&, Param& p) { g.push_back(p.grd.to_vector()); });
+    return g;
+  };
+  m.forward(ctx, x);
+  m.vjp(ctx, dy1, InputGrad::Skip);
+  first = grads();
+  m.vjp(ctx, dy2, InputGrad::Skip);
+  second = grads();
+  m.vjp(ctx, dy1, InputGrad::Skip);
+  ctx.grad_mode = GradMode::Accumulate;
+  m.vjp(ctx, dy2, InputGrad::Skip);
+  both = grads();
+  ASSERT_EQ(both.size(), first.size());
+  for (std::size_t t = 0; t < both.size(); ++t) {
+    for (std::size_t i = 0; i < both[t].size(); ++i) {
+      const float sum = first[t][i] + second[t][i];
+      EXPECT_NEAR(both[t][i], sum, 1e-5f * (1.0f + std::abs(sum))) << "tensor " << t << " [" << i
+                                                                    << "]";
+    }
+  }
+}
+
+TEST(Conv2D, AccumulateAddsToTheGradients) {
+  check_accumulates<Conv2D<ConvSpec{{3, 6, 5}, 4, 3, 1, 1}>>();
+  check_accumulates<Conv2D<ConvSpec{{4, 4, 4}, 2, 1, 1, 0, 1, 2}>>();
+}
+
+TEST(ConvTranspose2D, AccumulateAddsToTheGradients) {
+  check_accumulates<ConvTranspose2D<ConvTransposeSpec{{3, 4, 3}, 2, 3, 2, 1, 1}>>();
+}
+
+// Every output and gradient of one step, at a given thread count.
+template <class M>
+std::vector<std::vector<float>> one_step(int threads) {
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(threads);
+  M m(kLeafInit);
+  randomize_conv_params(m, 31);
+  Context ctx = Context::for_target(Target::Cpu);
+  const std::int64_t rows = 7;
+  const Tensor x = image_input(rows, M::in_image, 32);
+  std::vector<std::vector<float>> out{m.forward(ctx, x).to_vector()};
+  out.push_back(m.vjp(ctx, image_input(rows, M::out_image, 33), InputGrad::Compute).to_vector());
+  for_each_param(m, [&](const std::string&, Param& p) { out.push_back(p.grd.to_vector()); });
+  omp_set_num_threads(saved);
+  return out;
+}
+
+template <class M>
+void check_same_bits_for_any_thread_count() {
+  const auto one = one_step<M>(1);
+  EXPECT_EQ(one_step<M>(2), one);
+  EXPECT_EQ(one_step<M>(3), one);
+}
+
+TEST(Conv2D, SameBitsForAnyThreadCount) {
+  check_same_bits_for_any_thread_count<Conv2D<ConvSpec{{8, 12, 12}, 16, 3, 1, 1}>>();
+  check_same_bits_for_any_thread_count<Conv2D<ConvSpec{{16, 9, 9}, 8, 1}>>();
+}
+
+TEST(ConvTranspose2D, SameBitsForAnyThreadCount) {
+  check_same_bits_for_any_thread_count<
+      ConvTranspose2D<ConvTransposeSpec{{8, 6, 6}, 4, 3, 2, 1, 1}>>();
+}
+
+}  // namespace
+}  // namespace noeira
