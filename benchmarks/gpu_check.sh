@@ -2,8 +2,8 @@
 # The GPU check, run on a machine with an NVIDIA GPU (H100/H200): builds noeira with CUDA for the
 # GPU's own architecture, then
 #   1. runs every GPU test of the gtest binary (filter '*Cuda*': CudaVsCpu, CudaAttention,
-#      CudaModule, CudaTraining, CudaSim...), failing when one skips: on a GPU machine a skip means the
-#      runtime saw no device, which is a failure here, not a pass;
+#      CudaConv, CudaModule, CudaTraining, CudaSim...), failing when one skips: on a GPU machine a
+#      skip means the runtime saw no device, which is a failure here, not a pass;
 #   2. runs the training throughput benchmark (benchmarks/bench_gpu_throughput.cpp: the `mlp`
 #      preset at batch 100 and a 4096-wide MLP at batch 1024; samples/s, TFLOP/s and % of the
 #      GPU's peak), with TF32 off and then on;
@@ -75,6 +75,19 @@ if [ ! -f "$cuda_root/include/nccl.h" ] && [ ! -f /usr/include/nccl.h ]; then
     export LD_LIBRARY_PATH="$nccl_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   else
     echo "gpu_check: no nccl.h beside the CUDA toolkit nor an nvidia-nccl wheel; cmake will say" >&2
+  fi
+fi
+# cuDNN (the convolutions) likewise: the toolkit's, else the nvidia-cudnn wheel (headers and
+# libcudnn.so.9, which loads its engine libraries from beside itself).
+if [ ! -f "$cuda_root/include/cudnn.h" ] && [ ! -f /usr/include/cudnn.h ]; then
+  cudnn_dir=$(python3 -c 'import importlib.util as u; s = u.find_spec("nvidia.cudnn"); print(list(s.submodule_search_locations)[0])' 2>/dev/null || true)
+  cudnn_lib=$(compgen -G "$cudnn_dir/lib/libcudnn.so*" | head -n 1 || true)
+  if [ -n "$cudnn_dir" ] && [ -f "$cudnn_dir/include/cudnn.h" ] && [ -n "$cudnn_lib" ]; then
+    echo "gpu_check: cuDNN from $cudnn_dir"
+    deps_args+=("-DNOEIRA_CUDNN_INCLUDE=$cudnn_dir/include" "-DNOEIRA_CUDNN_LIBRARY=$cudnn_lib")
+    export LD_LIBRARY_PATH="$cudnn_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  else
+    echo "gpu_check: no cudnn.h beside the CUDA toolkit nor an nvidia-cudnn wheel; cmake will say" >&2
   fi
 fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON \
