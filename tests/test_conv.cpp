@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -174,13 +175,12 @@ TEST(ConvTranspose2D, AccumulateAddsToTheGradients) {
 
 // Every output and gradient of one step, at a given thread count.
 template <class M>
-std::vector<std::vector<float>> one_step(int threads) {
+std::vector<std::vector<float>> one_step(int threads, std::int64_t rows) {
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
   M m(kLeafInit);
   randomize_conv_params(m, 31);
   Context ctx = Context::for_target(Target::Cpu);
-  const std::int64_t rows = 7;
   const Tensor x = image_input(rows, M::in_image, 32);
   std::vector<std::vector<float>> out{m.forward(ctx, x).to_vector()};
   out.push_back(m.vjp(ctx, image_input(rows, M::out_image, 33), InputGrad::Compute).to_vector());
@@ -189,16 +189,58 @@ std::vector<std::vector<float>> one_step(int threads) {
   return out;
 }
 
+// Several images go over the threads, a single image runs on one; OpenBLAS's own threads never
+// cut a product (kernels/cpu/conv2d.cpp), which a product this large would show.
 template <class M>
-void check_same_bits_for_any_thread_count() {
-  const auto one = one_step<M>(1);
-  EXPECT_EQ(one_step<M>(2), one);
-  EXPECT_EQ(one_step<M>(3), one);
+void check_same_bits_for_any_thread_count(std::initializer_list<std::int64_t> row_counts = {7, 1}) {
+  for (std::int64_t rows : row_counts) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    const auto one = one_step<M>(1, rows);
+    EXPECT_EQ(one_step<M>(2, rows), one);
+    EXPECT_EQ(one_step<M>(3, rows), one);
+  }
 }
 
 TEST(Conv2D, SameBitsForAnyThreadCount) {
   check_same_bits_for_any_thread_count<Conv2D<ConvSpec{{8, 12, 12}, 16, 3, 1, 1}>>();
   check_same_bits_for_any_thread_count<Conv2D<ConvSpec{{16, 9, 9}, 8, 1}>>();
+  // Products above OpenBLAS's single-thread bound (32x256x144 and 32x144x256).
+  check_same_bits_for_any_thread_count<Conv2D<ConvSpec{{16, 16, 16}, 32, 3, 1, 1}>>();
+}
+
+// A weight too large for per-block partials: its gradient is summed in chunks of output
+// channels. Sampled elements against a direct sum in double, and the same bits at any thread
+// count.
+TEST(Conv2D, LargeWeightGradientMatchesDirectSum) {
+  constexpr std::int64_t C = 512, H = 2, W = 3, rows = 2;
+  using Big = Conv2D<ConvSpec{{C, H, W}, C, 3, 1, 1, 1, 1, false}>;
+  Big conv(kLeafInit);
+  Context ctx = Context::for_target(Target::Cpu);
+  const Tensor x = image_input(rows, Big::in_image, 41);
+  const Tensor dy = image_input(rows, Big::out_image, 42);
+  conv.forward(ctx, x);
+  conv.vjp(ctx, dy, InputGrad::Skip);
+  const std::vector<float> dw = param_grad(conv, "weight");
+  const std::vector<float> xv = x.to_vector(), dyv = dy.to_vector();
+  for (std::size_t e : testing::sample_indices(dw.size(), 64, 43)) {
+    const std::int64_t co = static_cast<std::int64_t>(e) / (C * 9);
+    const std::int64_t ci = static_cast<std::int64_t>(e) / 9 % C;
+    const std::int64_t i = static_cast<std::int64_t>(e) / 3 % 3;
+    const std::int64_t j = static_cast<std::int64_t>(e) % 3;
+    double sum = 0.0;
+    for (std::int64_t n = 0; n < rows; ++n) {
+      for (std::int64_t oh = 0; oh < H; ++oh) {
+        for (std::int64_t ow = 0; ow < W; ++ow) {
+          const std::int64_t ih = oh - 1 + i, iw = ow - 1 + j;
+          if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+          sum += static_cast<double>(dyv[((n * C + co) * H + oh) * W + ow]) *
+                 xv[((n * C + ci) * H + ih) * W + iw];
+        }
+      }
+    }
+    EXPECT_NEAR(dw[e], sum, 1e-5 * (1.0 + std::abs(sum))) << "dw[" << e << "]";
+  }
+  check_same_bits_for_any_thread_count<Big>({2});
 }
 
 TEST(ConvTranspose2D, SameBitsForAnyThreadCount) {

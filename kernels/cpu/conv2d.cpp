@@ -1,12 +1,15 @@
-// Convolutions on the CPU: im2col (kernels/cpu/im2col.hpp) and one OpenBLAS sgemm per image and
-// group, the images spread over the threads, each with its own columns in the workspace (every
-// sgemm then runs on one thread: OpenBLAS's OpenMP build stays serial inside a parallel region).
-// With one image, or one thread, the images run one after another and OpenBLAS threads each
-// product instead.
+// Convolutions on the CPU: im2col (kernels/cpu/im2col.hpp) and OpenBLAS sgemm per image and
+// group, the images spread over the threads, each with its own columns in the workspace.
 //
-// The weight gradient sums over images. So that its bits do not depend on the thread count, the
-// images are cut into a fixed number of blocks (filter_blocks: from the sizes alone), each block
-// sums its images in order into a partial of its own, and the partials are added in block order.
+// Every sgemm runs on one thread, whatever the thread count. OpenBLAS's own threads cut a product
+// into tiles by their number, and the tiles' edges change the bits (measured: one image of a
+// 16-channel 16x16 convolution differs between 3 threads and 1 or 2), so which products run is
+// a function of the sizes alone, and only whole products are spread over the threads.
+//
+// The weight gradient sums over images: the images are cut into a fixed number of blocks
+// (filter_blocks, from the sizes), each block sums its images in order into a partial of its
+// own, and the partials are added in block order. A weight too large for partials (one block)
+// is cut into fixed chunks of output channels instead, each summing every image in order.
 #include <cblas.h>
 #include <omp.h>
 
@@ -43,11 +46,6 @@ struct ConvSizes {
         columns(conv_is_pointwise(g) ? 0 : g.in_channels * g.kernel * g.kernel * out_pixels) {}
 };
 
-// Workspace slots of im2col columns: one per thread that can have an image.
-std::int64_t column_slots(const ConvGeometry& g) {
-  return std::max<std::int64_t>(1, std::min<std::int64_t>(g.images, omp_get_max_threads()));
-}
-
 // Blocks of images whose weight-gradient partials are summed in order. A function of the sizes
 // only (never of the thread count), and bounded so that the partials stay a few MiB.
 constexpr std::int64_t kMaxFilterBlocks = 32;
@@ -58,11 +56,42 @@ std::int64_t filter_blocks(const ConvGeometry& g) {
                                   std::max<std::int64_t>(g.images, 1));
 }
 
+// With one block, chunks of each group's output channels (at least 16 rows each) run on the
+// threads, each with its own im2col of every image.
+constexpr std::int64_t kMaxFilterRowChunks = 8;
+constexpr std::int64_t kMinFilterChunkRows = 16;
+std::int64_t filter_row_chunks(const ConvGeometry& g) {
+  if (filter_blocks(g) > 1) return 1;
+  return std::clamp<std::int64_t>(g.out_channels / g.groups / kMinFilterChunkRows, 1,
+                                  kMaxFilterRowChunks);
+}
+
+// Workspace slots of im2col columns: one per thread that can have work.
+std::int64_t column_slots(const ConvGeometry& g, std::int64_t threads) {
+  const std::int64_t tasks = std::max(g.images, filter_row_chunks(g));
+  return std::max<std::int64_t>(1, std::min(tasks, threads));
+}
+
 // Partial sums of the weight gradient sit after the column slots (only with several blocks).
 std::int64_t partial_floats(const ConvGeometry& g) {
   const std::int64_t blocks = filter_blocks(g);
   return blocks > 1 ? blocks * ConvSizes(g).weight : 0;
 }
+
+// Keeps OpenBLAS on one thread while a kernel runs (its OpenMP build takes its thread count from
+// omp_get_max_threads()), and remembers the threads the kernel may spread its products over.
+class BlasOnOneThread {
+ public:
+  BlasOnOneThread() : threads_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~BlasOnOneThread() { omp_set_num_threads(threads_); }
+  BlasOnOneThread(const BlasOnOneThread&) = delete;
+  BlasOnOneThread& operator=(const BlasOnOneThread&) = delete;
+
+  int threads() const { return threads_; }
+
+ private:
+  int threads_;
+};
 
 void check_geometry(const ConvGeometry& g, const char* kernel) {
   NOEIRA_CHECK(g.groups > 0 && g.in_channels % g.groups == 0 && g.out_channels % g.groups == 0,
@@ -73,17 +102,13 @@ void check_geometry(const ConvGeometry& g, const char* kernel) {
                ", padding ", g.padding);
 }
 
-// Runs body(image, slot) for every image: over the threads (slot = the thread's columns), or in
-// order on slot 0 when there is one slot, outside any parallel region so that OpenBLAS may thread.
+// Runs body(task, slot) for tasks [0, n) over at most `slots` threads; slot is the thread's
+// columns in the workspace. Inside a BlasOnOneThread: the region's size is given explicitly.
 template <class Body>
-void for_each_image(const ConvGeometry& g, Body&& body) {
-  const std::int64_t slots = column_slots(g);
-  if (slots <= 1) {
-    for (std::int64_t n = 0; n < g.images; ++n) body(n, 0);
-    return;
-  }
-#pragma omp parallel for schedule(static) num_threads(static_cast<int>(slots))
-  for (std::int64_t n = 0; n < g.images; ++n) body(n, omp_get_thread_num());
+void for_each_task(std::int64_t n, std::int64_t slots, Body&& body) {
+  const int threads = static_cast<int>(std::max<std::int64_t>(1, std::min(slots, n)));
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (std::int64_t i = 0; i < n; ++i) body(i, omp_get_thread_num());
 }
 
 // y[c, :] += b[c] over `channels` planes of `pixels`.
@@ -102,30 +127,32 @@ const float* columns_of(const float* x, float* columns, const ConvGeometry& g) {
   return columns;
 }
 
-// dw (beta: 0 overwrites, 1 adds) += dy · colsᵀ for one image, group by group.
+// dw (beta: 0 overwrites, 1 adds) += dy · colsᵀ for one image, rows [r0, r1) of every group.
 void filter_image(float* dw, float beta, const float* dy, const float* x, float* columns,
-                  const ConvGeometry& g, const ConvSizes& z) {
+                  std::int64_t r0, std::int64_t r1, const ConvGeometry& g, const ConvSizes& z) {
   const float* cols = columns_of(x, columns, g);
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blas_int(z.group_out),
+    const std::int64_t row = grp * z.group_out + r0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blas_int(r1 - r0),
                 as_blas_int(z.group_taps), as_blas_int(z.out_pixels), 1.0f,
-                dy + grp * z.group_out * z.out_pixels, as_blas_int(z.out_pixels),
+                dy + row * z.out_pixels, as_blas_int(z.out_pixels),
                 cols + grp * z.group_taps * z.out_pixels, as_blas_int(z.out_pixels), beta,
-                dw + grp * z.group_out * z.group_taps, as_blas_int(z.group_taps));
+                dw + row * z.group_taps, as_blas_int(z.group_taps));
   }
 }
 
 }  // namespace
 
 std::int64_t conv2d_workspace(const ConvGeometry& g) {
-  return column_slots(g) * ConvSizes(g).columns + partial_floats(g);
+  return column_slots(g, omp_get_max_threads()) * ConvSizes(g).columns + partial_floats(g);
 }
 
 void conv2d_forward(Stream, float* y, const float* x, const float* w, const float* b,
                     const ConvGeometry& g, float* workspace) {
   check_geometry(g, "conv2d_forward");
   const ConvSizes z(g);
-  for_each_image(g, [&](std::int64_t n, std::int64_t slot) {
+  const BlasOnOneThread blas;
+  for_each_task(g.images, column_slots(g, blas.threads()), [&](std::int64_t n, int slot) {
     const float* cols = columns_of(x + n * z.in_image, workspace + slot * z.columns, g);
     float* yn = y + n * z.out_image;
     // y[group] [Co/G, Ho·Wo] = w[group] [Co/G, taps] · cols[group] [taps, Ho·Wo]
@@ -145,7 +172,8 @@ void conv2d_backward_data(Stream, float* dx, const float* dy, const float* w, co
   check_geometry(g, "conv2d_backward_data");
   const ConvSizes z(g);
   const bool pointwise = conv_is_pointwise(g);
-  for_each_image(g, [&](std::int64_t n, std::int64_t slot) {
+  const BlasOnOneThread blas;
+  for_each_task(g.images, column_slots(g, blas.threads()), [&](std::int64_t n, int slot) {
     float* dxn = dx + n * z.in_image;
     // Pointwise: the columns' gradient is the input gradient itself.
     float* cols = pointwise ? dxn : workspace + slot * z.columns;
@@ -172,35 +200,40 @@ void conv2d_backward_filter(Stream, GradMode mode, float* dw, const float* dy, c
     if (mode == GradMode::Overwrite) std::fill(dw, dw + z.weight, 0.0f);
     return;
   }
+  const BlasOnOneThread blas;
+  const std::int64_t slots = column_slots(g, blas.threads());
   const std::int64_t blocks = filter_blocks(g);
   if (blocks == 1) {
-    // Straight into dw, image after image; OpenBLAS threads each product.
-    for (std::int64_t n = 0; n < g.images; ++n) {
-      filter_image(dw, n == 0 ? first_beta : 1.0f, dy + n * z.out_image, x + n * z.in_image,
-                   workspace, g, z);
-    }
+    // Straight into dw: every chunk of rows sums all images in order.
+    const std::int64_t chunks = filter_row_chunks(g);
+    for_each_task(chunks, slots, [&](std::int64_t chunk, int slot) {
+      const std::int64_t r0 = chunk * z.group_out / chunks;
+      const std::int64_t r1 = (chunk + 1) * z.group_out / chunks;
+      for (std::int64_t n = 0; n < g.images; ++n) {
+        filter_image(dw, n == 0 ? first_beta : 1.0f, dy + n * z.out_image, x + n * z.in_image,
+                     workspace + slot * z.columns, r0, r1, g, z);
+      }
+    });
     return;
   }
-  float* partials = workspace + column_slots(g) * z.columns;
-  const int threads = static_cast<int>(std::min(column_slots(g), blocks));
-#pragma omp parallel for schedule(static) num_threads(threads)
-  for (std::int64_t block = 0; block < blocks; ++block) {
-    float* columns = workspace + omp_get_thread_num() * z.columns;
+  float* partials = workspace + slots * z.columns;
+  for_each_task(blocks, slots, [&](std::int64_t block, int slot) {
     const std::int64_t first = block * g.images / blocks;
     const std::int64_t end = (block + 1) * g.images / blocks;
     for (std::int64_t n = first; n < end; ++n) {
       filter_image(partials + block * z.weight, n == first ? 0.0f : 1.0f, dy + n * z.out_image,
-                   x + n * z.in_image, columns, g, z);
-    }
-  }
-  // dw (=|+=) partial 0 + partial 1 + ..., in block order for every element.
-  parallel_for_chunks(z.weight, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) {
-      float sum = mode == GradMode::Accumulate ? dw[i] + partials[i] : partials[i];
-      for (std::int64_t block = 1; block < blocks; ++block) sum += partials[block * z.weight + i];
-      dw[i] = sum;
+                   x + n * z.in_image, workspace + slot * z.columns, 0, z.group_out, g, z);
     }
   });
+  // dw (=|+=) partial 0 + partial 1 + ..., in block order for every element.
+  const bool accumulate = mode == GradMode::Accumulate;
+#pragma omp parallel for schedule(static) num_threads(blas.threads()) \
+    if (z.weight * blocks >= kParallelGrain)
+  for (std::int64_t i = 0; i < z.weight; ++i) {
+    float sum = accumulate ? dw[i] + partials[i] : partials[i];
+    for (std::int64_t block = 1; block < blocks; ++block) sum += partials[block * z.weight + i];
+    dw[i] = sum;
+  }
 }
 
 void conv2d_backward_bias(Stream, GradMode mode, float* db, const float* dy, std::int64_t images,

@@ -51,7 +51,8 @@ const Perf& pick_algorithm(const Perf* perf, int count, bool tf32, const char* d
     }
   }
   throw LibraryError(detail::concat("cuDNN offers no deterministic ", direction,
-                                    " algorithm for this convolution", tf32 ? "" : " without TF32"));
+                                    " algorithm for this convolution",
+                                    tf32 ? "" : " without TF32"));
 }
 
 struct ConvPlan {

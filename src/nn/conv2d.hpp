@@ -43,8 +43,10 @@ class Conv2D {
   static constexpr std::int64_t out_dim = out_image.numel();
   static constexpr ConvWindow window{S.kernel, S.stride, S.padding, S.dilation, S.groups};
 
+  // PyTorch's fans: fan_in = Ci / groups · k · k, fan_out = Co · k · k.
   explicit Conv2D(const Init& init)
-      : weight_(init.weight("weight", {S.out_channels, S.in.channels / S.groups, S.kernel, S.kernel},
+      : weight_(init.weight("weight",
+                            {S.out_channels, S.in.channels / S.groups, S.kernel, S.kernel},
                             S.in.channels / S.groups * S.kernel * S.kernel,
                             S.out_channels * S.kernel * S.kernel)) {
     if constexpr (S.bias) bias_ = init.constant("bias", {S.out_channels}, 0.0f);

@@ -64,7 +64,8 @@ class ConvTranspose2D {
 
   // PyTorch's fans for this weight shape: [Ci, Co / groups, k, k].
   explicit ConvTranspose2D(const Init& init)
-      : weight_(init.weight("weight", {S.in.channels, S.out_channels / S.groups, S.kernel, S.kernel},
+      : weight_(init.weight("weight",
+                            {S.in.channels, S.out_channels / S.groups, S.kernel, S.kernel},
                             S.out_channels / S.groups * S.kernel * S.kernel,
                             S.in.channels * S.kernel * S.kernel)) {
     if constexpr (S.bias) bias_ = init.constant("bias", {S.out_channels}, 0.0f);
