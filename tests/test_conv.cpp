@@ -36,10 +36,13 @@ void check_leaf(std::int64_t rows, std::uint32_t seed) {
   gradcheck(m, image_input(rows, M::in_image, seed + 100));
 }
 
+// Batches of 1 and 3, and of 37: more images than the weight gradient's blocks of images
+// (kernels/cpu/conv2d.cpp), so that a block sums several.
 template <class M>
 void check_leaf_batches(std::uint32_t seed) {
   check_leaf<M>(1, seed);
   check_leaf<M>(3, seed + 1);
+  check_leaf<M>(37, seed + 2);
 }
 
 TEST(Conv2D, GradientsMatchFiniteDifferences) {
@@ -192,7 +195,8 @@ std::vector<std::vector<float>> one_step(int threads, std::int64_t rows) {
 // Several images go over the threads, a single image runs on one; OpenBLAS's own threads never
 // cut a product (kernels/cpu/conv2d.cpp), which a product this large would show.
 template <class M>
-void check_same_bits_for_any_thread_count(std::initializer_list<std::int64_t> row_counts = {7, 1}) {
+void check_same_bits_for_any_thread_count(std::initializer_list<std::int64_t> row_counts = {37,
+                                                                                          1}) {
   for (std::int64_t rows : row_counts) {
     SCOPED_TRACE("rows " + std::to_string(rows));
     const auto one = one_step<M>(1, rows);

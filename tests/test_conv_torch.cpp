@@ -69,6 +69,8 @@ TEST(ConvTorch, WritesTheCases) {
   conv_case<ConvSpec{{3, 8, 9}, 6, 4, 3, 1, 1, 3}>(file, "conv_even_kernel_stride3_groups3", 1,
                                                    4);
   conv_case<ConvSpec{{4, 6, 6}, 4, 3, 1, 1, 1, 4}>(file, "conv_depthwise", 2, 5);
+  // More images than the weight gradient's blocks: several images summed in each block.
+  conv_case<ConvSpec{{3, 6, 5}, 4, 3, 1, 1}>(file, "conv_batch37", 37, 7);
   // A resnet-sized layer: 16 channels of 32x32, as the first stage of resnet20.
   conv_case<ConvSpec{{16, 32, 32}, 16, 3, 1, 1, 1, 1, false}>(file, "conv_resnet_stage1", 2, 6);
   transpose_case<ConvTransposeSpec{{4, 5, 6}, 3, 3, 2, 1, 1}>(file, "transpose_upsample2", 3, 11);
@@ -77,6 +79,7 @@ TEST(ConvTorch, WritesTheCases) {
   transpose_case<ConvTransposeSpec{{3, 4, 4}, 3, 2, 2, 0, 0, 1, 3, false}>(
       file, "transpose_kernel2_groups3_nobias", 2, 13);
   transpose_case<ConvTransposeSpec{{5, 3, 4}, 2, 1}>(file, "transpose_pointwise", 3, 14);
+  transpose_case<ConvTransposeSpec{{3, 3, 4}, 2, 3, 2, 1, 1}>(file, "transpose_batch37", 37, 15);
   const char* env = std::getenv("NOEIRA_CONV_CASES");
   if (env != nullptr && *env != '\0') {
     file.write(env);
