@@ -105,6 +105,21 @@ struct ConvGeometry {
   std::int64_t groups = 1;
 
   constexpr bool operator==(const ConvGeometry&) const = default;
+// Which reduction a pooling window makes.
+enum class Pooling : std::uint8_t { Max, Average };
+
+// A batch of image planes read through sliding windows (pooling): `planes` (images · channels)
+// planes of in_h × in_w, row-major, each padded by pad_h rows and pad_w columns on every side and
+// read through kernel_h × kernel_w windows, stride_h and stride_w apart, into out_h × out_w.
+// Every window must hold at least one element of the image (padding <= kernel / 2 and an output
+// size that does not reach past the padding, as PyTorch's formula gives).
+struct PoolGeometry {
+  std::int64_t planes = 0;
+  std::int64_t in_h = 0, in_w = 0;
+  std::int64_t out_h = 0, out_w = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1;
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t pad_h = 0, pad_w = 0;
 };
 
 struct KernelTable {
@@ -226,6 +241,27 @@ struct KernelTable {
   // convolution's bias gradient (or a transposed one's, from its own output gradient).
   void (*conv2d_backward_bias)(Stream, GradMode mode, float* db, const float* dy,
                                std::int64_t images, std::int64_t channels, std::int64_t pixels);
+  // --- images: pooling and nearest upsampling, [planes, h, w] row-major ---------------------
+  // y [planes, out_h, out_w] from x [planes, in_h, in_w] (PyTorch's max_pool2d and avg_pool2d).
+  // Max: each window's largest element, padding counting as -inf and a NaN winning (it
+  // propagates); argmax [planes, out_h, out_w] receives its index in the plane (h · in_w + w),
+  // the first in row-major window order among equals. Average: the window's sum over
+  // kernel_h · kernel_w, padding counted as zeros (count_include_pad); argmax is unused (null).
+  void (*pool2d_forward)(Stream, Pooling pooling, float* y, std::int32_t* argmax, const float* x,
+                         const PoolGeometry& geometry);
+  // dx [planes, in_h, in_w] overwritten: each element gathers dy from the windows that hold it, in
+  // row-major window order (Max: the windows whose argmax it is), so the result has the same
+  // bits for any thread count or launch shape. argmax is the forward's (Max; null for Average).
+  void (*pool2d_backward)(Stream, Pooling pooling, float* dx, const float* dy,
+                          const std::int32_t* argmax, const PoolGeometry& geometry);
+  // y [planes, h · scale, w · scale] repeats each element of x [planes, h, w] in a scale × scale
+  // block (PyTorch's interpolate(mode='nearest') with an integer scale factor).
+  void (*upsample_nearest_forward)(Stream, float* y, const float* x, std::int64_t planes,
+                                   std::int64_t h, std::int64_t w, std::int64_t scale);
+  // dx [planes, h, w] overwritten with the sum of dy [planes, h · scale, w · scale] over each
+  // element's block, in row-major order.
+  void (*upsample_nearest_backward)(Stream, float* dx, const float* dy, std::int64_t planes,
+                                    std::int64_t h, std::int64_t w, std::int64_t scale);
 
   // --- normalization: LayerNorm, or RMSNorm where mean, beta and dbeta are null -------------
   // LayerNorm: xhat = (x - mean) · rstd, y = xhat · gamma + beta. RMSNorm: xhat = x · rstd, with
