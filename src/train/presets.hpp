@@ -9,8 +9,13 @@
 #include <type_traits>
 
 #include "core/names.hpp"
+#include "nn/activation.hpp"
+#include "nn/batchnorm.hpp"
+#include "nn/conv2d.hpp"
 #include "nn/gpt.hpp"
 #include "nn/linear.hpp"
+#include "nn/pool2d.hpp"
+#include "nn/resnet.hpp"
 #include "nn/sequential.hpp"
 
 namespace noeira {
@@ -22,6 +27,21 @@ using Mlp = Sequential<LinearReLU<784, 256>, LinearReLU<256, 128>, Linear<128, 1
 using Linear784 = Sequential<Linear<784, 10>>;
 // An MLP for CIFAR-10's 3x32x32 images.
 using MlpCifar = Sequential<LinearReLU<3072, 512>, LinearReLU<512, 256>, Linear<256, 10>>;
+
+// A small conv net for 28x28 images: two stages of 3x3 convolution (no bias: BatchNorm follows),
+// BatchNorm, ReLU and 2x2 max pooling, then a 3136-128-10 MLP.
+template <ImageShape In, std::int64_t Channels>
+using CnnStage = Sequential<Conv2D<ConvSpec{In, Channels, 3, 1, 1, 1, 1, false}>,
+                            BatchNorm2D<ImageShape{Channels, In.height, In.width}>,
+                            ReLU<Channels * In.height * In.width>,
+                            MaxPool2D<PoolSpec{ImageShape{Channels, In.height, In.width}, 2, 2}>>;
+using Cnn = Sequential<CnnStage<ImageShape{1, 28, 28}, 32>, CnnStage<ImageShape{32, 14, 14}, 64>,
+                       LinearReLU<64 * 7 * 7, 128>, Linear<128, 10>>;
+// He et al.'s CIFAR ResNet-20 (nn/resnet.hpp), for 28x28 images and for CIFAR-10.
+using ResNet20 = ResNetCifar<ImageShape{1, 28, 28}, 3, 10>;
+using ResNet20Cifar = ResNetCifar<ImageShape{3, 32, 32}, 3, 10>;
+// torchvision's resnet18 with the small-image stem, for CIFAR-10.
+using ResNet18Cifar = ResNet18<ImageShape{3, 32, 32}, 10, ResNetStem::Small>;
 
 // GPTs (nn/gpt.hpp): {vocab, block, layers, heads, width}. The character and byte presets have
 // 256 ids, room for the byte tokenizer and for a character vocabulary of up to 256 (ids the
@@ -48,6 +68,10 @@ inline constexpr PresetInfo kPresets[] = {
     {"mlp", "784-256-128-10 MLP, fused Linear+ReLU (Fashion-MNIST, MNIST)"},
     {"linear", "784-10 softmax regression (Fashion-MNIST, MNIST)"},
     {"mlp-cifar", "3072-512-256-10 MLP, fused Linear+ReLU (CIFAR-10)"},
+    {"cnn", "2 x (conv 3x3, BatchNorm, ReLU, max-pool 2) + 3136-128-10 MLP (Fashion-MNIST, MNIST)"},
+    {"resnet20", "CIFAR-style ResNet-20, 16-32-64 channels, for 28x28 images (Fashion-MNIST)"},
+    {"resnet20-cifar", "CIFAR-style ResNet-20, 16-32-64 channels (CIFAR-10)"},
+    {"resnet18", "torchvision's resnet18 with a 3x3 stem, 11.2 M parameters (CIFAR-10)"},
     {"gpt-tiny", "GPT, 2 layers x 2 heads, width 32, block 16, 256 ids (tests; --data text)"},
     {"gpt-char", "GPT, 4 layers x 4 heads, width 128, block 64, 256 ids (--data text)"},
     {"gpt-small", "GPT, 6 layers x 6 heads, width 384, block 256, 256 ids (--data text)"},
@@ -61,6 +85,10 @@ decltype(auto) with_preset(std::string_view name, F&& f) {
   if (name == "mlp") return f(std::type_identity<presets::Mlp>{});
   if (name == "linear") return f(std::type_identity<presets::Linear784>{});
   if (name == "mlp-cifar") return f(std::type_identity<presets::MlpCifar>{});
+  if (name == "cnn") return f(std::type_identity<presets::Cnn>{});
+  if (name == "resnet20") return f(std::type_identity<presets::ResNet20>{});
+  if (name == "resnet20-cifar") return f(std::type_identity<presets::ResNet20Cifar>{});
+  if (name == "resnet18") return f(std::type_identity<presets::ResNet18Cifar>{});
   if (name == "gpt-tiny") return f(std::type_identity<presets::GptTiny>{});
   if (name == "gpt-char") return f(std::type_identity<presets::GptChar>{});
   if (name == "gpt-small") return f(std::type_identity<presets::GptSmall>{});
