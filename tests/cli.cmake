@@ -18,6 +18,19 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                        TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 
+# A CNN with BatchNorm (buffers, synchronized statistics): tests/cli_vision.sh.
+find_program(NOEIRA_H5LS h5ls)
+if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF AND NOEIRA_H5LS)
+  add_test(NAME cli_vision_np2
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_vision.sh ${MPIEXEC_EXECUTABLE}
+                   ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF} ${NOEIRA_H5LS}
+                   ${CMAKE_CURRENT_BINARY_DIR}/cli_vision)
+  set_tests_properties(cli_vision_np2 PROPERTIES
+                       ENVIRONMENT
+                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
+                       TIMEOUT 240 PROCESSORS 2 SKIP_RETURN_CODE 77)
+endif()
+
 # The same for a GPT on text, with resume, eval and generate (tests/cli_gpt.sh).
 if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
   add_test(NAME cli_gpt_np2

@@ -15,7 +15,9 @@
 #include "gradcheck.hpp"
 #include "nn/activation.hpp"
 #include "nn/batchnorm.hpp"
+#include "nn/conv2d.hpp"
 #include "nn/linear.hpp"
+#include "nn/pool2d.hpp"
 #include "nn/sequential.hpp"
 #include "train/classification.hpp"
 #include "train/trainer.hpp"
@@ -25,14 +27,19 @@ namespace {
 
 using Model = Sequential<Linear<12, 16>, BatchNorm1D<16>, ReLU<16>, Linear<16, 8>,
                          BatchNorm1D<8>, ReLU<8>, Linear<8, 5>>;
+// A conv net on 6x6 images: convolution without bias, BatchNorm2D, ReLU, max pooling, Linear.
+using Cnn = Sequential<Conv2D<ConvSpec{ImageShape{1, 6, 6}, 3, 3, 1, 1, 1, 1, false}>,
+                       BatchNorm2D<ImageShape{3, 6, 6}>, ReLU<108>,
+                       MaxPool2D<PoolSpec{ImageShape{3, 6, 6}, 2, 2}>, Linear<27, 5>>;
 
-Dataset synthetic(std::int64_t count, std::uint32_t seed) {
+Dataset synthetic(std::int64_t count, std::int64_t features, std::uint32_t seed) {
   Dataset d;
   d.name = "synthetic";
   d.count = count;
-  d.features = 12;
+  d.features = features;
   d.num_classes = 5;
-  d.images = testing::random_values(static_cast<std::size_t>(count * 12), seed, -1.0f, 2.0f);
+  d.images =
+      testing::random_values(static_cast<std::size_t>(count * features), seed, -1.0f, 2.0f);
   for (std::int64_t i = 0; i < count; ++i) {
     d.labels.push_back(static_cast<std::int32_t>((i * 3 + 1) % 5));
   }
@@ -44,7 +51,8 @@ struct BnRun {
   std::vector<std::vector<float>> buffers;  // every rank's buffers, concatenated
 };
 
-std::vector<float> all_buffers(Model& m) {
+template <class M>
+std::vector<float> all_buffers(M& m) {
   std::vector<float> out;
   for_each_buffer(m, [&](const std::string&, Tensor& t) {
     const std::vector<float> v = t.to_vector();
@@ -53,11 +61,12 @@ std::vector<float> all_buffers(Model& m) {
   return out;
 }
 
+template <class M = Model>
 BnRun train_bn(dist::Policy policy, int ranks, std::int64_t epochs, const std::string& batchnorm,
                const std::filesystem::path& checkpoint_dir = {},
                const std::filesystem::path& resume = {}) {
-  static const Dataset train_set = synthetic(46, 1);  // batch 10: a short last batch of 6
-  static const Dataset test_set = synthetic(9, 2);
+  static const Dataset train_set = synthetic(46, M::in_dim, 1);  // batch 10: a last batch of 6
+  static const Dataset test_set = synthetic(9, M::in_dim, 2);
   const ResidentData train_data = make_resident(train_set, Target::Cpu);
   const ResidentData test_data = make_resident(test_set, Target::Cpu);
   TrainConfig cfg;
@@ -76,7 +85,7 @@ BnRun train_bn(dist::Policy policy, int ranks, std::int64_t epochs, const std::s
   BnRun run;
   run.buffers.resize(static_cast<std::size_t>(ranks));
   dist::run_simulated(ranks, [&](dist::ProcessGroup& group) {
-    Model model(Init(Target::Cpu, InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5}));
+    M model(Init(Target::Cpu, InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5}));
     Context ctx = Context::for_target(Target::Cpu);
     dist::ShardingPolicy sharding(policy, dist::walk_units(model), group, ctx,
                                   dist::PolicyOptions{64, 32});
@@ -125,6 +134,23 @@ TEST(DistBatchNorm, SynchronizedStatisticsTrainAsOneRankUnderEveryPolicy) {
         EXPECT_EQ(run.buffers[static_cast<std::size_t>(r)], run.buffers[0]) << "rank " << r;
       }
     }
+  }
+}
+
+TEST(DistBatchNorm, ConvNetTrainsAsOneRankUnderEveryPolicy) {
+  const BnRun reference = train_bn<Cnn>(dist::Policy::Ddp, 1, 2, "sync");
+  const double tol = 1e-4 * scale_of(reference.params) + 1e-6;
+  for (int n : {2, 3}) {
+    const BnRun ddp = train_bn<Cnn>(dist::Policy::Ddp, n, 2, "sync");
+    for (dist::Policy p : {dist::Policy::Zero1, dist::Policy::Zero3}) {
+      SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks");
+      const BnRun run = train_bn<Cnn>(p, n, 2, "sync");
+      EXPECT_EQ(run.params, ddp.params) << "ZeRO must be bit-identical to DDP";
+      EXPECT_EQ(run.buffers[0], ddp.buffers[0]);
+    }
+    EXPECT_LE(worst_difference(ddp.params, reference.params), tol) << n << " ranks";
+    EXPECT_LE(worst_difference(ddp.buffers[0], reference.buffers[0]),
+              1e-4 * scale_of(reference.buffers[0]) + 1e-6);
   }
 }
 
