@@ -105,6 +105,8 @@ struct ConvGeometry {
   std::int64_t groups = 1;
 
   constexpr bool operator==(const ConvGeometry&) const = default;
+};
+
 // Which reduction a pooling window makes.
 enum class Pooling : std::uint8_t { Max, Average };
 
