@@ -21,6 +21,19 @@ struct DropoutKey {
   std::int64_t row_offset = 0;  // global index of local row 0 (rank r's first row of the batch)
 };
 
+// One random crop and horizontal flip per image, torchvision's RandomCrop(size, padding) then
+// RandomHorizontalFlip(): the crop's offsets and the flip of a sample are a pure function of
+// (seed, epoch, sample), kernels/augment_math.hpp, so no rank count, batch position, thread count
+// or launch shape changes what an image becomes.
+inline constexpr int kMaxAugmentChannels = 4;
+struct CropFlip {
+  std::uint64_t seed = 0;
+  std::uint64_t epoch = 0;
+  std::int64_t channels = 1, height = 1, width = 1;  // each table row is [channels, height, width]
+  std::int64_t padding = 0;  // pixels added on every side before a crop of height x width
+  float fill[kMaxAugmentChannels] = {};  // per channel: the value of a padded pixel
+};
+
 enum class LossKind : std::uint8_t { CrossEntropy, SoftCrossEntropy, Mse };
 
 // No ignore index: an int64 that no int32 label can equal.
@@ -145,6 +158,11 @@ struct KernelTable {
   // a float), so a bad token id that reached a device shows as a NaN loss, not a crash.
   void (*gather_rows)(Stream, void* dst, const std::int32_t* index, const void* table,
                       std::int64_t rows, std::int64_t row_words, std::int64_t table_rows);
+  // gather_rows of images, each then cropped and flipped as `spec` draws for its sample
+  // index[r] (the data set's index, whatever its position in the batch). A row outside the table
+  // is poisoned as in gather_rows. channels <= kMaxAugmentChannels.
+  void (*gather_crop_flip)(Stream, float* dst, const std::int32_t* index, const float* table,
+                           std::int64_t rows, std::int64_t table_rows, const CropFlip& spec);
 
   // --- element-wise -----------------------------------------------------------------------------
   void (*fill)(Stream, float* x, float value, std::int64_t n);

@@ -124,4 +124,30 @@ inline void write_tiny_mnist(const std::filesystem::path& dir, std::uint32_t tra
   split("t10k", test, 3);
 }
 
+// A CIFAR-10 directory (data_batch_1.bin .. data_batch_5.bin of `per_batch` images each, and
+// test_batch.bin of `test`): image k of class k % 10 has a bright block of rows 3c..3c+2 in its red
+// plane, a pattern elsewhere, and a black first pixel in every plane.
+inline void write_tiny_cifar(const std::filesystem::path& dir, std::uint32_t per_batch,
+                             std::uint32_t test) {
+  auto batch = [&](const std::string& file, std::uint32_t count, std::uint32_t offset) {
+    std::vector<std::uint8_t> bytes;
+    for (std::uint32_t k = 0; k < count; ++k) {
+      const std::uint32_t c = (k + offset) % 10;
+      bytes.push_back(static_cast<std::uint8_t>(c));
+      for (std::size_t p = 0; p < 3072; ++p) {
+        const std::size_t plane = p / 1024, pixel = p % 1024, row = pixel / 32;
+        const std::uint8_t noise = pattern_pixel((k + offset) * 3072 + p) % 60;
+        const bool on = plane == 0 && row / 3 == c;
+        bytes.push_back(pixel == 0 ? 0 : static_cast<std::uint8_t>(on ? 200 + noise % 50 : noise));
+      }
+    }
+    write_bytes(dir / file, bytes, false);
+  };
+  std::filesystem::create_directories(dir);
+  for (std::uint32_t b = 1; b <= 5; ++b) {
+    batch("data_batch_" + std::to_string(b) + ".bin", per_batch, b * per_batch);
+  }
+  batch("test_batch.bin", test, 7);
+}
+
 }  // namespace noeira::testing

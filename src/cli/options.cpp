@@ -12,6 +12,7 @@
 #include "cli/json_config.hpp"
 #include "distributed/residency.hpp"
 #include "kernels/error.hpp"
+#include "train/augment.hpp"
 #include "train/dataset.hpp"
 #include "train/presets.hpp"
 #include "train/tokenizer.hpp"
@@ -29,6 +30,7 @@ constexpr std::int64_t kMaxEpochs = 1'000'000;
 constexpr std::int64_t kMaxRows = 1'000'000;         // batches, windows, tokens per window
 constexpr std::int64_t kMaxThreads = 1024;
 constexpr std::int64_t kMaxSimRanks = 256;           // threads of one process
+constexpr std::int64_t kMaxCropPadding = 1024;       // pixels; far beyond any image we read
 // Learning rates are float32: below 1e-12 an update vanishes against any weight; 1e30 keeps
 // lr x gradient inside float's range for the step that shows the run diverging.
 constexpr double kMinLr = 1e-12;
@@ -100,6 +102,24 @@ const std::vector<std::pair<std::string, std::string>>& text_defaults() {
   return defaults;
 }
 
+// CIFAR-10's usual pipeline (He et al.; torchvision's RandomCrop(32, padding=4) and
+// RandomHorizontalFlip()). The 28x28 data sets keep TrainConfig's: no augmentation, and a padding
+// of 2 (a 32x32 image's 4 scaled to 28 pixels, rounded down) for crop-flip when it is asked for.
+const std::vector<std::pair<std::string, std::string>>& cifar_defaults() {
+  static const std::vector<std::pair<std::string, std::string>> defaults = {
+      {"--augment", "crop-flip"}, {"--crop-padding", "4"}};
+  return defaults;
+}
+
+// The defaults of the run's data set, for the options the command line and the config file leave
+// unset.
+const std::vector<std::pair<std::string, std::string>>& data_set_defaults(const TrainConfig& t) {
+  static const std::vector<std::pair<std::string, std::string>> none;
+  if (is_text(t)) return text_defaults();
+  if (t.data == "cifar10") return cifar_defaults();
+  return none;
+}
+
 void set_threads(int threads) {
   const int n = threads > 0 ? threads : omp_get_num_procs();
   omp_set_num_threads(n);
@@ -117,7 +137,7 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
                                               "--text-file", "--tokenizer", "--block"};
   // (eval's --batch and --seed mean text windows; for images they are simply unused)
   const std::vector<std::string> image_only = {"--epochs", "--limit-train", "--limit-test",
-                                               "--eval-batch"};
+                                               "--eval-batch", "--augment", "--crop-padding"};
   for (const std::string& flag : is_text(t) ? image_only : text_only) {
     if (given(app, flag)) {
       throw InputError(detail::concat(flag, " does not apply to --data ", t.data,
@@ -160,6 +180,15 @@ void add_train_command(CLI::App& app, Command& c) {
       ->check(whole_in(1, kMaxRows));
   a.add_option("--eval-batch", t.eval_batch, "Batch size of the evaluation")
       ->check(whole_in(1, kMaxRows));
+  a.add_option("--augment", t.augment,
+               "Training images: crop-flip (a random crop of the image padded by --crop-padding "
+               "black pixels, then a horizontal flip with probability 1/2; drawn per seed, epoch "
+               "and sample, the same for any number of ranks) or none. Default none, crop-flip "
+               "for cifar10; evaluation never augments")
+      ->check(CLI::IsMember(kAugmentNames.names()));
+  a.add_option("--crop-padding", t.crop_padding,
+               "crop-flip: pixels of padding on every side (default 2, 4 for cifar10)")
+      ->check(whole_in(0, kMaxCropPadding));
   a.add_option("--optimizer", t.optimizer, "sgd, adam or adamw")
       ->check(CLI::IsMember(kOptimizerNames.names()));
   a.add_option("--lr", t.lr, "Base learning rate")->check(real_in(kMinLr, kMaxLr));
@@ -241,16 +270,16 @@ void add_eval_command(CLI::App& app, Command& c) {
 
 void finish_config(Command& c) {
   if (!c.config_file.empty()) apply_json_config(*c.app, c.config_file, c.sibling);
-  if (is_text(c.config)) {
-    for (const auto& [flag, value] : text_defaults()) {
-      CLI::Option* opt = c.app->get_option_no_throw(flag);
-      // Eval has fewer options, and its model is the one the file names; given flags win.
-      if (opt == nullptr || opt->count() > 0 || (flag == "--model" && c.app->get_name() == "eval")) {
-        continue;
-      }
-      opt->add_result(value);
-      opt->run_callback();
+  for (const auto& [flag, value] : data_set_defaults(c.config)) {
+    CLI::Option* opt = c.app->get_option_no_throw(flag);
+    // Eval has fewer options, and its model is the one the file names; given flags win.
+    if (opt == nullptr || opt->count() > 0 || (flag == "--model" && c.app->get_name() == "eval")) {
+      continue;
     }
+    opt->add_result(value);
+    opt->run_callback();
+  }
+  if (is_text(c.config)) {
     // nanoGPT warms up for 100 steps; a shorter run warms up for its first tenth.
     CLI::Option* warmup = c.app->get_option_no_throw("--warmup");
     if (warmup != nullptr && warmup->count() == 0) {

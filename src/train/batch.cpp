@@ -23,6 +23,8 @@ ResidentData make_resident(const Dataset& data, Target target) {
   out.count = data.count;
   out.features = data.features;
   out.num_classes = data.num_classes;
+  out.image = data.image;
+  out.black_pixel = data.black_pixel;
   out.images = Tensor::from_host({data.count, data.features}, data.images, target);
   out.labels = Tensor::from_host_ids({data.count}, data.labels, target);
   return out;
@@ -38,7 +40,7 @@ RowRange local_rows(RowRange global, int rank, int world) {
 }
 
 void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
-                  Stream stream) {
+                  Stream stream, const CropFlip* augment) {
   const bool in_order = !order.defined();
   const std::int64_t limit = in_order ? data.count : order.numel();
   NOEIRA_CHECK(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= limit, "gather_batch: rows [",
@@ -60,7 +62,14 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n}, target);
   const KernelTable& k = kernels_for(data.images.target());
   const std::int32_t* index = order.ids() + rows.begin;
-  k.gather_rows(stream, out.x.data(), index, data.images.data(), n, f, data.count);
+  if (augment != nullptr) {
+    NOEIRA_CHECK(augment->channels * augment->height * augment->width == f,
+                 "gather_batch: augmenting images of ", augment->channels, "x", augment->height,
+                 "x", augment->width, " but ", data.name, " has ", f, " features");
+    k.gather_crop_flip(stream, out.x.data(), index, data.images.data(), n, data.count, *augment);
+  } else {
+    k.gather_rows(stream, out.x.data(), index, data.images.data(), n, f, data.count);
+  }
   k.gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1, data.count);
 }
 

@@ -7,8 +7,12 @@
 // tensors keep their storage from step to step (a short last batch shrinks the shape, never
 // reallocates).
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/tensor.hpp"
+#include "kernels/kernel_table.hpp"
+#include "nn/image_shape.hpp"
 #include "train/dataset.hpp"
 #include "train/order.hpp"
 
@@ -20,6 +24,8 @@ struct ResidentData {
   std::int64_t count = 0;
   std::int64_t features = 0;
   int num_classes = 0;
+  ImageShape image;                // as Dataset's: what the features are, when they are an image
+  std::vector<float> black_pixel;  // [image.channels] on the host: augmentation's padding
   Tensor images;  // [count, features] F32
   Tensor labels;  // [count] I32
 };
@@ -45,9 +51,11 @@ struct Batch {
 RowRange local_rows(RowRange global, int rank, int world);
 
 // Fills `out` with samples order[rows.begin .. rows.end) of `data` (positions into `order`, a
-// resident_order of the data's target), gathered on the target on `stream`; or, when `order` is
-// undefined (evaluation in file order), makes `out` views of samples rows.begin .. rows.end.
+// resident_order of the data's target), gathered on the target on `stream`, each image cropped
+// and flipped as `augment` draws for it where that is not null (train/augment.hpp); or, when
+// `order` is undefined (evaluation in file order, never augmented), makes `out` views of samples
+// rows.begin .. rows.end.
 void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
-                  Stream stream = nullptr);
+                  Stream stream = nullptr, const CropFlip* augment = nullptr);
 
 }  // namespace noeira

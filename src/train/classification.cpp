@@ -4,17 +4,24 @@ namespace noeira {
 
 ClassificationTask::ClassificationTask(const ResidentData& train, const ResidentData& test,
                                        std::int64_t epochs, std::int64_t batch,
-                                       std::int64_t eval_batch, std::uint64_t seed)
+                                       std::int64_t eval_batch, std::uint64_t seed,
+                                       Augmentation augment)
     : train_(train),
       test_(test),
       epochs_(epochs),
       batch_size_(batch),
       eval_batch_(eval_batch),
       seed_(seed),
-      batch_(train.images.target()) {}
+      augment_(augment),
+      batch_(train.images.target()) {
+  if (augment_.kind == Augment::CropFlip) {
+    crop_flip_ = crop_flip_spec(train_, augment_.padding, seed_, /*epoch=*/0);
+  }
+}
 
 void ClassificationTask::begin_period(std::int64_t epoch, Target target) {
   order_ = resident_order(epoch_order(seed_, epoch, train_.count), target);
+  if (augment_.kind == Augment::CropFlip) crop_flip_.epoch = static_cast<std::uint64_t>(epoch);
 }
 
 StepRows ClassificationTask::load(std::int64_t s, int rank, int world, Stream stream) {
@@ -22,7 +29,8 @@ StepRows ClassificationTask::load(std::int64_t s, int rank, int world, Stream st
   rows.global = global_batch(s, batch_size_, train_.count);
   rows.mine = local_rows(rows.global, rank, world);
   rows.global_targets = rows.global.size();
-  gather_batch(batch_, train_, order_, rows_to_compute(rows.mine, rows.global), stream);
+  gather_batch(batch_, train_, order_, rows_to_compute(rows.mine, rows.global), stream,
+               augment_.kind == Augment::CropFlip ? &crop_flip_ : nullptr);
   return rows;
 }
 

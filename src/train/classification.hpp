@@ -2,7 +2,8 @@
 // The classification task (train/task.hpp): images with integer labels, softmax cross-entropy,
 // top-1 accuracy on the test split. A period is an epoch: a pass over the training split in an
 // order that is a function of (seed, epoch) only, so the global batch is the same for any number
-// of ranks; rank r takes rows [r·B/N, (r+1)·B/N) of each global batch.
+// of ranks; rank r takes rows [r·B/N, (r+1)·B/N) of each global batch. Training batches may be
+// augmented (train/augment.hpp), drawn per (seed, epoch, sample); the test split never is.
 #include <cstdint>
 
 #include "core/module.hpp"
@@ -11,6 +12,7 @@
 #include "distributed/units.hpp"
 #include "loss/accuracy.hpp"
 #include "loss/cross_entropy.hpp"
+#include "train/augment.hpp"
 #include "train/batch.hpp"
 #include "train/metrics.hpp"
 #include "train/task.hpp"
@@ -19,9 +21,11 @@ namespace noeira {
 
 class ClassificationTask {
  public:
-  // The splits stay the caller's and must outlive the task.
+  // The splits stay the caller's and must outlive the task. An augmentation the training split
+  // cannot take (no image shape) is an InputError here, before any step.
   ClassificationTask(const ResidentData& train, const ResidentData& test, std::int64_t epochs,
-                     std::int64_t batch, std::int64_t eval_batch, std::uint64_t seed);
+                     std::int64_t batch, std::int64_t eval_batch, std::uint64_t seed,
+                     Augmentation augment = {});
 
   std::int64_t periods() const { return epochs_; }
   std::int64_t steps_per_period() const { return steps_per_epoch(batch_size_, train_.count); }
@@ -30,7 +34,8 @@ class ClassificationTask {
   RecordLabels labels() const { return {}; }
   std::int64_t train_samples() const { return train_.count; }
 
-  // Uploads the epoch's sample order: every batch of the epoch is then a gather on the target.
+  // Uploads the epoch's sample order (every batch of the epoch is then a gather on the target)
+  // and keys the epoch's augmentation.
   void begin_period(std::int64_t epoch, Target target);
   StepRows load(std::int64_t s, int rank, int world, Stream stream);
   const Tensor& input() const { return batch_.x; }
@@ -51,8 +56,10 @@ class ClassificationTask {
   std::int64_t batch_size_;
   std::int64_t eval_batch_;
   std::uint64_t seed_;
-  Tensor order_;      // [train count] I32: the current epoch's sample order, on the target
-  Batch batch_;  // this rank's rows of the current global batch
+  Augmentation augment_;
+  CropFlip crop_flip_;  // what keys the current epoch's draws, when augment_ is crop-flip
+  Tensor order_;        // [train count] I32: the current epoch's sample order, on the target
+  Batch batch_;         // this rank's rows of the current global batch
   CrossEntropyLoss loss_;
 };
 

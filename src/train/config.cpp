@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/error.hpp"
+#include "train/augment.hpp"
 
 namespace noeira {
 
@@ -44,7 +45,9 @@ nlohmann::json to_json(const TrainConfig& c) {
     j.update({{"limit-train", c.limit_train},
               {"limit-test", c.limit_test},
               {"epochs", c.epochs},
-              {"eval-batch", c.eval_batch}});
+              {"eval-batch", c.eval_batch},
+              {"augment", c.augment},
+              {"crop-padding", c.crop_padding}});
   }
   return j;
 }
@@ -90,6 +93,8 @@ void validate(const TrainConfig& c) {
   positive(c.eval_batch, "eval-batch");
   non_negative(static_cast<double>(c.limit_train), "limit-train");
   non_negative(static_cast<double>(c.limit_test), "limit-test");
+  (void)parse_augment(c.augment);
+  non_negative(static_cast<double>(c.crop_padding), "crop-padding");
   non_negative(static_cast<double>(c.log_every), "log-every");
   non_negative(static_cast<double>(c.warmup), "warmup");
   non_negative(c.grad_clip, "grad-clip");

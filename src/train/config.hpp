@@ -41,6 +41,11 @@ struct TrainConfig {
   std::int64_t epochs = 5;
   std::int64_t batch = 100;              // global batch (all ranks together)
   std::int64_t eval_batch = 1000;
+  // Augmentation of the training images (train/augment.hpp): none | crop-flip, the crop padded by
+  // crop_padding pixels on every side. CIFAR-10 runs default to crop-flip with 4 (the command
+  // line's data-set defaults, cli/options.cpp), the 28x28 data sets to none.
+  std::string augment = "none";
+  std::int64_t crop_padding = 2;
   std::string optimizer = "adam";        // sgd | adam | adamw
   double lr = 1e-3;
   double momentum = 0.0;                 // SGD only

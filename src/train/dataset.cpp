@@ -18,21 +18,29 @@ struct Stats {
 constexpr Stats kFashionStats{{0.2860f, 0.2860f, 0.2860f}, {0.3530f, 0.3530f, 0.3530f}};
 constexpr Stats kMnistStats{{0.1307f, 0.1307f, 0.1307f}, {0.3081f, 0.3081f, 0.3081f}};
 constexpr Stats kCifarStats{{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
+constexpr ImageShape kCifarImage{3, 32, 32};
+static_assert(kCifarImage.numel() == io::kCifarImageBytes);
 
-// pixels is [count, channels, plane]; normalizes channel c with stats c.
-void normalize_into(std::vector<float>& out, const std::uint8_t* pixels, std::int64_t count,
-                    int channels, std::int64_t plane, const Stats& s) {
-  out.resize(static_cast<std::size_t>(count * channels * plane));
+// pixels is [count, image]; normalizes channel c with stats c into d.images, and records the
+// image shape and the value a zero pixel takes (0 · scale + shift is the shift exactly).
+void normalize_into(Dataset& d, const std::uint8_t* pixels, ImageShape image, const Stats& s) {
+  const int channels = static_cast<int>(image.channels);
+  const std::int64_t plane = image.pixels();
+  d.image = image;
+  d.features = image.numel();
+  d.images.resize(static_cast<std::size_t>(d.count * d.features));
+  d.black_pixel.resize(static_cast<std::size_t>(channels));
   std::array<float, 3> scale{}, shift{};
   for (int c = 0; c < channels; ++c) {
     scale[c] = 1.0f / (255.0f * s.std[c]);
     shift[c] = -s.mean[c] / s.std[c];
+    d.black_pixel[c] = shift[c];
   }
   std::size_t i = 0;
-  for (std::int64_t n = 0; n < count; ++n) {
+  for (std::int64_t n = 0; n < d.count; ++n) {
     for (int c = 0; c < channels; ++c) {
       for (std::int64_t p = 0; p < plane; ++p, ++i) {
-        out[i] = static_cast<float>(pixels[i]) * scale[c] + shift[c];
+        d.images[i] = static_cast<float>(pixels[i]) * scale[c] + shift[c];
       }
     }
   }
@@ -67,9 +75,8 @@ Dataset load_idx(DatasetKind kind, const std::filesystem::path& dir, Split split
   Dataset d;
   d.name = detail::concat(to_string(kind), split == Split::Train ? "/train" : "/test");
   d.count = apply_limit(d.name, images.count, limit);
-  d.features = 28 * 28;
   d.num_classes = 10;
-  normalize_into(d.images, images.pixels.data(), d.count, 1, d.features,
+  normalize_into(d, images.pixels.data(), ImageShape{1, 28, 28},
                  kind == DatasetKind::Mnist ? kMnistStats : kFashionStats);
   d.labels.assign(labels.begin(), labels.begin() + d.count);
   return d;
@@ -87,9 +94,8 @@ Dataset load_cifar(const std::filesystem::path& dir, Split split, std::int64_t l
   Dataset d;
   d.name = split == Split::Train ? "cifar10/train" : "cifar10/test";
   d.count = apply_limit(d.name, batch.count, limit);
-  d.features = io::kCifarImageBytes;
   d.num_classes = io::kCifar10Classes;
-  normalize_into(d.images, batch.pixels.data(), d.count, 3, 32 * 32, kCifarStats);
+  normalize_into(d, batch.pixels.data(), kCifarImage, kCifarStats);
   d.labels.assign(batch.labels.begin(), batch.labels.begin() + d.count);
   return d;
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/names.hpp"
+#include "nn/image_shape.hpp"
 
 namespace noeira {
 
@@ -34,6 +35,12 @@ struct Dataset {
   std::int64_t count = 0;             // samples
   std::int64_t features = 0;          // floats per sample (784 for 28x28, 3072 for CIFAR)
   int num_classes = 0;
+  // The image a sample's features hold, [channels, height, width] (features = image.numel()),
+  // and what a black (zero) pixel of each channel normalizes to, (0 - mean) / std: the value of
+  // augmentation's padding. A data set built without them (image.numel() != features) cannot be
+  // augmented.
+  ImageShape image;
+  std::vector<float> black_pixel;     // [image.channels]
   std::vector<float> images;          // [count, features], normalized
   std::vector<std::int32_t> labels;   // [count], in 0..num_classes-1
 };

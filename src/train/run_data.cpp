@@ -40,8 +40,12 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
 }
 
 std::string ImageRun::describe(const TrainConfig& cfg) const {
+  const std::string augmented =
+      cfg.augment == "none" ? std::string()
+                            : detail::concat(", training images ", cfg.augment, " (padding ",
+                                             cfg.crop_padding, ")");
   return detail::concat(cfg.data, " ", train.count, " train / ", test.count,
-                        " test samples from ", dir.string());
+                        " test samples from ", dir.string(), augmented);
 }
 
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {

@@ -25,7 +25,8 @@ struct ImageRun {
   std::uint64_t fingerprint = 0;  // hash_words of every split loaded: the ranks of a job compare it
 
   ClassificationTask task(const TrainConfig& cfg) const {
-    return ClassificationTask(train, test, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed);
+    return ClassificationTask(train, test, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed,
+                              Augmentation{parse_augment(cfg.augment), cfg.crop_padding});
   }
   std::string describe(const TrainConfig& cfg) const;
 };
