@@ -241,16 +241,18 @@ void add_eval_command(CLI::App& app, Command& c) {
 
 void finish_config(Command& c) {
   if (!c.config_file.empty()) apply_json_config(*c.app, c.config_file, c.sibling);
-  if (is_text(c.config)) {
-    for (const auto& [flag, value] : text_defaults()) {
-      CLI::Option* opt = c.app->get_option_no_throw(flag);
-      // Eval has fewer options, and its model is the one the file names; given flags win.
-      if (opt == nullptr || opt->count() > 0 || (flag == "--model" && c.app->get_name() == "eval")) {
-        continue;
-      }
-      opt->add_result(value);
-      opt->run_callback();
+  // A default only fills a flag left unset: given flags (and a config file's) win.
+  auto default_to = [&](const std::string& flag, const std::string& value) {
+    CLI::Option* opt = c.app->get_option_no_throw(flag);
+    // Eval has fewer options, and its model is the one the file names.
+    if (opt == nullptr || opt->count() > 0 || (flag == "--model" && c.app->get_name() == "eval")) {
+      return;
     }
+    opt->add_result(value);
+    opt->run_callback();
+  };
+  if (is_text(c.config)) {
+    for (const auto& [flag, value] : text_defaults()) default_to(flag, value);
     // nanoGPT warms up for 100 steps; a shorter run warms up for its first tenth.
     CLI::Option* warmup = c.app->get_option_no_throw("--warmup");
     if (warmup != nullptr && warmup->count() == 0) {
@@ -259,6 +261,13 @@ void finish_config(Command& c) {
     }
   }
   check_task_options(*c.app, c.config);
+  // After the text defaults, which name a text run's model, and after the check of what the user
+  // gave (a preset's defaults are not the user's mistakes).
+  if (const PresetInfo* preset = find_preset(c.config.model); preset != nullptr) {
+    for (const FlagDefault& d : preset->defaults) {
+      default_to(std::string(d.flag), std::string(d.value));
+    }
+  }
   c.config.log_format = parse_log_format(c.log_format);
   set_threads(c.config.threads);
 }
