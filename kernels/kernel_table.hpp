@@ -175,6 +175,7 @@ struct KernelTable {
   // reductions of typed collective buffers.
   void (*accumulate_typed)(Stream, DType, void* y, const void* x, std::int64_t n);
   // dst[r, 0:cols] (= or +=) src[r, 0:cols] with independent row strides; for concat and split.
+  // A src_stride of 0 repeats one row into every dst row (a broadcast: the ViT's class token).
   void (*copy_columns)(Stream, GradMode, float* dst, std::int64_t dst_stride, const float* src,
                        std::int64_t src_stride, std::int64_t rows, std::int64_t cols);
   // y[r, c] = x[r, c] · x[r, h + c] for rows of 2h: the gate of a gated linear unit (SwiGLU).

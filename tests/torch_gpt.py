@@ -20,13 +20,15 @@ from torch.nn import functional as F
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, width, heads, block):
+    """causal=False: every position sees every other (the ViT's encoder, tests/torch_vit.py)."""
+
+    def __init__(self, width, heads, block, causal=True):
         super().__init__()
         self.heads = heads
         self.c_attn = nn.Linear(width, 3 * width)  # noeira's attn.qkv: rows q, then k, then v
         self.c_proj = nn.Linear(width, width)      # attn.proj
-        self.register_buffer("bias", torch.tril(torch.ones(block, block)).view(1, 1, block, block),
-                             persistent=False)
+        visible = torch.tril(torch.ones(block, block)) if causal else torch.ones(block, block)
+        self.register_buffer("bias", visible.view(1, 1, block, block), persistent=False)
 
     def forward(self, x):
         b, t, c = x.shape
@@ -50,10 +52,10 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, width, heads, block):
+    def __init__(self, width, heads, block, causal=True):
         super().__init__()
         self.ln_1 = nn.LayerNorm(width, eps=1e-5)
-        self.attn = CausalSelfAttention(width, heads, block)
+        self.attn = CausalSelfAttention(width, heads, block, causal)
         self.ln_2 = nn.LayerNorm(width, eps=1e-5)
         self.mlp = MLP(width)
 
@@ -100,26 +102,33 @@ class GPT(nn.Module):
                     p.zero_()
 
 
+def block_names(prefix, block):
+    """noeira's names of one GptBlock walked under `prefix` ("h.0") -> the Block's parameters."""
+    parts = {"ln_1": block.ln_1, "attn.qkv": block.attn.c_attn, "attn.proj": block.attn.c_proj,
+             "ln_2": block.ln_2, "mlp.0": block.mlp.c_fc, "mlp.1": block.mlp.c_proj}
+    names = {}
+    for part, m in parts.items():
+        names["%s.%s.weight" % (prefix, part)] = m.weight
+        names["%s.%s.bias" % (prefix, part)] = m.bias
+    return names
+
+
 def noeira_names(model):
     """noeira's parameter names (walk order) -> this model's parameters."""
     names = {"lm_head.weight": model.lm_head.weight, "wpe.weight": model.transformer.wpe.weight}
     for i, b in enumerate(model.transformer.h):
-        parts = {"ln_1": b.ln_1, "attn.qkv": b.attn.c_attn, "attn.proj": b.attn.c_proj,
-                 "ln_2": b.ln_2, "mlp.0": b.mlp.c_fc, "mlp.1": b.mlp.c_proj}
-        for part, m in parts.items():
-            names["h.%d.%s.weight" % (i, part)] = m.weight
-            names["h.%d.%s.bias" % (i, part)] = m.bias
+        names.update(block_names("h.%d" % i, b))
     names["ln_f.weight"] = model.transformer.ln_f.weight
     names["ln_f.bias"] = model.transformer.ln_f.bias
     assert len({id(p) for p in names.values()}) == sum(1 for _ in model.parameters())
     return names
 
 
-def load_noeira(model, h5file):
+def load_noeira(model, h5file, names=None):
     """Copies every /params/<name>/val of an open h5py File into the model. The file's names
-    must be exactly noeira_names(model)'s, with the same shapes (a ValueError names the first
-    that is not)."""
-    names = noeira_names(model)
+    must be exactly those of `names` (noeira's name -> the model's parameter; by default
+    noeira_names(model)), with the same shapes (a ValueError names the first that is not)."""
+    names = noeira_names(model) if names is None else names
     stored = set(h5file["params"].keys())
     if stored != set(names):
         raise ValueError("model.h5 holds %s; the torch model %s"

@@ -270,15 +270,17 @@ void add_eval_command(CLI::App& app, Command& c) {
 
 void finish_config(Command& c) {
   if (!c.config_file.empty()) apply_json_config(*c.app, c.config_file, c.sibling);
-  for (const auto& [flag, value] : data_set_defaults(c.config)) {
+  // A default only fills a flag left unset: given flags (and a config file's) win.
+  auto default_to = [&](const std::string& flag, const std::string& value) {
     CLI::Option* opt = c.app->get_option_no_throw(flag);
-    // Eval has fewer options, and its model is the one the file names; given flags win.
+    // Eval has fewer options, and its model is the one the file names.
     if (opt == nullptr || opt->count() > 0 || (flag == "--model" && c.app->get_name() == "eval")) {
-      continue;
+      return;
     }
     opt->add_result(value);
     opt->run_callback();
-  }
+  };
+  for (const auto& [flag, value] : data_set_defaults(c.config)) default_to(flag, value);
   if (is_text(c.config)) {
     // nanoGPT warms up for 100 steps; a shorter run warms up for its first tenth.
     CLI::Option* warmup = c.app->get_option_no_throw("--warmup");
@@ -288,6 +290,13 @@ void finish_config(Command& c) {
     }
   }
   check_task_options(*c.app, c.config);
+  // After the text defaults, which name a text run's model, and after the check of what the user
+  // gave (a preset's defaults are not the user's mistakes).
+  if (const PresetInfo* preset = find_preset(c.config.model); preset != nullptr) {
+    for (const FlagDefault& d : preset->defaults) {
+      default_to(std::string(d.flag), std::string(d.value));
+    }
+  }
   c.config.log_format = parse_log_format(c.log_format);
   set_threads(c.config.threads);
 }

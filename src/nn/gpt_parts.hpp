@@ -4,7 +4,8 @@
 //                  embedding "wpe.weight" [Block, C]
 //   GptBlock       pre-LayerNorm transformer block: h = x + attn(ln_1(x)); y = h + mlp(ln_2(h)),
 //                  with "ln_1", "attn" (SelfAttention: qkv, proj), "ln_2", "mlp" (0: the GELU
-//                  expansion to 4C, 1: the projection back)
+//                  expansion to 4C, 1: the projection back). Causal for a GPT; Masking::None
+//                  makes the same block an encoder's (the ViT's, nn/vit.hpp)
 //   GptHead        "ln_f" then "lm_head" (LMHead: the [Vocab, C] table the embedding borrows)
 // Each has a cached forward for generation (KV cache; no vjp), beside the training path.
 #include <cstdint>
@@ -84,13 +85,13 @@ class GptEmbeddings {
   Tensor y_;  // [B, T, C]
 };
 
-template <std::int64_t C, std::int64_t Heads>
+template <std::int64_t C, std::int64_t Heads, Masking Mask = Masking::Causal>
 class GptBlock {
  public:
   static constexpr int arity = 1;
   static constexpr std::int64_t in_dim = C;
   static constexpr std::int64_t out_dim = C;
-  using Attention = SelfAttention<C, Heads>;
+  using Attention = SelfAttention<C, Heads, Heads, Mask>;
 
   explicit GptBlock(const Init& init)
       : ln_1_(init.named_child("ln_1")),
