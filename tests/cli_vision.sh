@@ -13,14 +13,14 @@ set -e
 mpiexec=$1 flag=$2 noeira=$3 h5diff=$4 h5ls=$5 work=$6
 . "$(dirname "$0")/fashion_mnist_work.sh"
 common="train --model cnn --limit-train 300 --limit-test 100 --epochs 2 --batch 50 --threads 1
-        --log-every 2 --policy zero2 --watchdog-timeout 60 --log-format json"
-"$mpiexec" "$flag" 2 "$noeira" $common --out "$work/mpi" </dev/null >"$work/mpi.log"
-"$noeira" $common --sim-ranks 2 --out "$work/sim" </dev/null >"$work/sim.log"
+        --log-every 2 --watchdog-timeout 60 --log-format json"
+"$mpiexec" "$flag" 2 "$noeira" $common --policy zero2 --out "$work/mpi" </dev/null >"$work/mpi.log"
+"$noeira" $common --policy zero2 --sim-ranks 2 --out "$work/sim" </dev/null >"$work/sim.log"
 "$h5diff" "$work/mpi/model.h5" "$work/sim/model.h5"
 echo "mpi and simulated parameters and buffers identical"
 
-"$h5ls" -r "$work/sim/model.h5" | grep -q "^/buffers/1.running_var " ||
-  { echo "FAIL: model.h5 holds no buffers/1.running_var"; "$h5ls" -r "$work/sim/model.h5"; exit 1; }
+"$h5ls" -r "$work/sim/model.h5" | grep -q "^/buffers/0.1.running_var " ||
+  { echo "FAIL: model.h5 holds no buffers/0.1.running_var"; "$h5ls" -r "$work/sim/model.h5"; exit 1; }
 field() { sed "s/.*\"$1\":\([^,}]*\).*/\1/"; }
 last=$(grep '"type":"epoch"' "$work/sim.log" | tail -1)
 eval_out=$("$noeira" eval --config "$work/sim/config.json" --params "$work/sim/model.h5" \
@@ -35,9 +35,9 @@ awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 
   { echo "FAIL: eval gives test_loss $got, the last epoch $want"; exit 1; }
 echo "eval of model.h5 reproduces the last epoch's test accuracy and loss"
 
-"$noeira" $common --sim-ranks 2 --checkpoint-dir "$work/ckpt" --checkpoint-every 4 \
+"$noeira" $common --policy zero2 --sim-ranks 2 --checkpoint-dir "$work/ckpt" --checkpoint-every 4 \
   --keep-last 0 --out "$work/ckpt-run" </dev/null >/dev/null
-"$noeira" $common --sim-ranks 2 --resume "$work/ckpt/step-00000004" --out "$work/resumed" \
+"$noeira" $common --policy zero2 --sim-ranks 2 --resume "$work/ckpt/step-00000004" --out "$work/resumed" \
   </dev/null >/dev/null
 "$h5diff" "$work/sim/model.h5" "$work/resumed/model.h5"
 echo "resume from a mid-epoch checkpoint identical, buffers included"
@@ -50,7 +50,7 @@ from_ckpt=$("$noeira" eval --config "$work/sim/config.json" --checkpoint "$work/
   { echo "FAIL: eval of the last checkpoint gives $from_ckpt"; exit 1; }
 echo "eval of the checkpoint equals eval of model.h5"
 
-"$noeira" $common --sim-ranks 2 --batchnorm local --out "$work/local" </dev/null >/dev/null
+"$noeira" $common --policy zero2 --sim-ranks 2 --batchnorm local --out "$work/local" </dev/null >/dev/null
 if "$h5diff" -q "$work/sim/model.h5" "$work/local/model.h5" >/dev/null; then
   echo "FAIL: --batchnorm local trained the same model as sync"; exit 1
 fi

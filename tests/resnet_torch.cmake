@@ -6,7 +6,7 @@ find_program(NOEIRA_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(NOEIRA_PYTHON3 python3)
 add_test(NAME resnet_torch_write
          COMMAND ${CMAKE_COMMAND} -E env NOEIRA_RESNET_CASES=${noeira_resnet_cases}
-                 $<TARGET_FILE:noeira_tests> --gtest_filter=ResNetTorch.WritesTheCases)
+                 $<TARGET_FILE:noeira_tests> --gtest_filter=ResNetTorch.WritesTheCase)
 set_tests_properties(resnet_torch_write PROPERTIES FIXTURES_SETUP resnet_torch TIMEOUT 60)
 file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/resnet_torch)
 if(NOEIRA_PYTHON3)

@@ -15,7 +15,11 @@ template <class M>
 void check_block(std::uint32_t seed, std::int64_t rows) {
   M m(testing::kLeafInit);
   testing::randomize_params(m, seed);
+  // A smaller step than the leaves': after BatchNorm many ReLU inputs lie near their kink, and a
+  // step across it is not a derivative. (resnet_torch_check compares a whole resnet20 step.)
   testing::GradCheckOptions o;
+  o.eps = 1e-3f;
+  o.atol = 1e-2;
   o.max_checked_per_tensor = 16;
   testing::gradcheck(m, testing::random_input(rows, M::in_dim, seed, -1.0f, 1.0f), o, seed);
 }
