@@ -141,7 +141,9 @@ BnResult run_whole(const Tensor& x, const Tensor& dy) {
 void expect_near_all(const std::vector<float>& a, const std::vector<float>& b, float tol,
                      const char* what) {
   ASSERT_EQ(a.size(), b.size()) << what;
-  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << "[" << i << "]";
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_NEAR(a[i], b[i], tol) << what << "[" << i << "]";
+  }
 }
 
 TEST(BatchNorm, SynchronizedRanksComputeWhatOneRankComputesOnTheWholeBatch) {

@@ -208,7 +208,8 @@ void batchnorm_backward(Stream stream, GradMode mode, float* dx, float* dgamma, 
              ParamGrads{dgamma, dbeta, local_sums, channels, mode == GradMode::Accumulate});
   if (dx == nullptr) return;
   launch_map(stream, rows * channels * pixels,
-             BatchNormInputGrad{dx, batch_sums, moments, dy, x, mean, rstd, gamma, channels, pixels});
+             BatchNormInputGrad{dx, batch_sums, moments, dy, x, mean, rstd, gamma, channels,
+                                pixels});
 }
 
 }  // namespace noeira::cuda

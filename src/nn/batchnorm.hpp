@@ -10,8 +10,8 @@
 // "num_batches_tracked" (a count of training batches, kept as a float: exact to 2^24 steps).
 //
 // Under data parallelism the context decides whose batch: with ctx.batch_stats set (the default,
-// --batchnorm sync) the per-channel sums are summed over the ranks in forward (Σx, Σx², the count)
-// and in vjp (Σdy, Σdy·xhat): the statistics are the global batch's, so N ranks train the model
+// --batchnorm sync) the per-channel sums are summed over the ranks in forward (Σx, Σx², the
+// count) and in vjp (Σdy, Σdy·xhat): the statistics are the global batch's, so N ranks train the model
 // one rank trains (SyncBatchNorm). Without it (one rank, or --batchnorm local) each rank uses its
 // own rows, as PyTorch's DDP does; the trainer then gives every rank rank 0's running estimates
 // before it evaluates or saves them.

@@ -58,8 +58,8 @@ class ResNetStemLayers {
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     const Tensor* g = &dy;
     if constexpr (imagenet) g = &pool_.vjp(ctx, dy, InputGrad::Compute);
-    return conv1_.vjp(ctx, bn1_.vjp(ctx, relu_.vjp(ctx, *g, InputGrad::Compute), InputGrad::Compute),
-                      input_grad);
+    const Tensor& dconv = bn1_.vjp(ctx, relu_.vjp(ctx, *g, InputGrad::Compute), InputGrad::Compute);
+    return conv1_.vjp(ctx, dconv, input_grad);
   }
 
   template <class Visitor>
