@@ -12,7 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   dataset-fashion-mnist fortunes
-  python3-torch python3-h5py python3-numpy
+  python3-torch python3-torchvision python3-h5py python3-numpy python3-matplotlib
   slurmctld slurmd slurm-client munge
 )
 
