@@ -42,3 +42,14 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                        "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
                        TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
+
+# model.h5 read without noeira: examples/read_model_h5.py from the file's own attributes.
+find_program(NOEIRA_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(TARGET noeira AND NOEIRA_PYTHON3)
+  add_test(NAME cli_model_h5_self_describing
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_model_h5.sh $<TARGET_FILE:noeira>
+                   ${NOEIRA_PYTHON3} ${PROJECT_SOURCE_DIR}/examples/read_model_h5.py
+                   ${CMAKE_CURRENT_BINARY_DIR}/cli_model_h5)
+  set_tests_properties(cli_model_h5_self_describing PROPERTIES
+                       ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

@@ -10,20 +10,26 @@ namespace noeira {
 
 namespace {
 
-struct Stats {
-  std::array<float, 3> mean;
-  std::array<float, 3> std;
-};
-
-constexpr Stats kFashionStats{{0.2860f, 0.2860f, 0.2860f}, {0.3530f, 0.3530f, 0.3530f}};
-constexpr Stats kMnistStats{{0.1307f, 0.1307f, 0.1307f}, {0.3081f, 0.3081f, 0.3081f}};
-constexpr Stats kCifarStats{{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
+constexpr float kFashionMean[] = {0.2860f}, kFashionStd[] = {0.3530f};
+constexpr float kMnistMean[] = {0.1307f}, kMnistStd[] = {0.3081f};
+constexpr float kCifarMean[] = {0.4914f, 0.4822f, 0.4465f};
+constexpr float kCifarStd[] = {0.2470f, 0.2435f, 0.2616f};
+constexpr ImageShape kGrayImage{1, 28, 28};
 constexpr ImageShape kCifarImage{3, 32, 32};
 static_assert(kCifarImage.numel() == io::kCifarImageBytes);
 
+constexpr std::string_view kFashionClasses[] = {"T-shirt/top", "Trouser", "Pullover", "Dress",
+                                                "Coat",        "Sandal",  "Shirt",    "Sneaker",
+                                                "Bag",         "Ankle boot"};
+constexpr std::string_view kDigitClasses[] = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"};
+constexpr std::string_view kCifarClasses[] = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                              "dog",      "frog",       "horse", "ship", "truck"};
+static_assert(std::size(kCifarClasses) == io::kCifar10Classes);
+
 // pixels is [count, image]; normalizes channel c with stats c into d.images, and records the
 // image shape and the value a zero pixel takes (0 · scale + shift is the shift exactly).
-void normalize_into(Dataset& d, const std::uint8_t* pixels, ImageShape image, const Stats& s) {
+void normalize_into(Dataset& d, const std::uint8_t* pixels, const PixelStats& s) {
+  const ImageShape image = s.image;
   const int channels = static_cast<int>(image.channels);
   const std::int64_t plane = image.pixels();
   d.image = image;
@@ -76,8 +82,7 @@ Dataset load_idx(DatasetKind kind, const std::filesystem::path& dir, Split split
   d.name = detail::concat(to_string(kind), split == Split::Train ? "/train" : "/test");
   d.count = apply_limit(d.name, images.count, limit);
   d.num_classes = 10;
-  normalize_into(d, images.pixels.data(), ImageShape{1, 28, 28},
-                 kind == DatasetKind::Mnist ? kMnistStats : kFashionStats);
+  normalize_into(d, images.pixels.data(), pixel_stats(kind));
   d.labels.assign(labels.begin(), labels.begin() + d.count);
   return d;
 }
@@ -95,7 +100,7 @@ Dataset load_cifar(const std::filesystem::path& dir, Split split, std::int64_t l
   d.name = split == Split::Train ? "cifar10/train" : "cifar10/test";
   d.count = apply_limit(d.name, batch.count, limit);
   d.num_classes = io::kCifar10Classes;
-  normalize_into(d, batch.pixels.data(), kCifarImage, kCifarStats);
+  normalize_into(d, batch.pixels.data(), pixel_stats(DatasetKind::Cifar10));
   d.labels.assign(batch.labels.begin(), batch.labels.begin() + d.count);
   return d;
 }
@@ -107,6 +112,24 @@ std::string_view to_string(DatasetKind kind) { return kDatasetNames.name_of(kind
 std::vector<std::string> dataset_names() { return kDatasetNames.names(); }
 
 DatasetKind parse_dataset_kind(std::string_view name) { return kDatasetNames.parse(name); }
+
+PixelStats pixel_stats(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::FashionMnist: return {kGrayImage, kFashionMean, kFashionStd};
+    case DatasetKind::Mnist: return {kGrayImage, kMnistMean, kMnistStd};
+    case DatasetKind::Cifar10: return {kCifarImage, kCifarMean, kCifarStd};
+  }
+  throw InputError("pixel_stats: unknown data set");
+}
+
+std::span<const std::string_view> class_names(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::FashionMnist: return kFashionClasses;
+    case DatasetKind::Mnist: return kDigitClasses;
+    case DatasetKind::Cifar10: return kCifarClasses;
+  }
+  throw InputError("class_names: unknown data set");
+}
 
 std::filesystem::path default_data_dir(DatasetKind kind) {
   switch (kind) {

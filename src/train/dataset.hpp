@@ -7,6 +7,7 @@
 //   CIFAR-10 per channel mean (0.4914, 0.4822, 0.4465) std (0.2470, 0.2435, 0.2616).
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,19 @@ DatasetKind parse_dataset_kind(std::string_view name);
 std::vector<std::string> dataset_names();
 // Where Debian's packages (or the usual layout) put the files.
 std::filesystem::path default_data_dir(DatasetKind kind);
+
+// How a data set's pixels become a model's inputs: image shape, and per channel the mean and
+// standard deviation of pixel / 255 (the header comment's constants). model.h5 records them, so
+// a reader outside noeira feeds the model what it was trained on.
+struct PixelStats {
+  ImageShape image;
+  std::span<const float> mean;  // [image.channels]
+  std::span<const float> std;   // [image.channels]
+};
+PixelStats pixel_stats(DatasetKind kind);
+
+// The names of the classes, label order ("T-shirt/top", "Trouser", ... for Fashion-MNIST).
+std::span<const std::string_view> class_names(DatasetKind kind);
 
 struct Dataset {
   std::string name;                   // e.g. "fashion-mnist/train", for messages

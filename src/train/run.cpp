@@ -26,6 +26,7 @@
 #include "io/checkpoint_reader.hpp"
 #include "io/params_file.hpp"
 #include "kernels/cpu/blas_core.hpp"
+#include "train/model_description.hpp"
 #include "train/presets.hpp"
 #include "train/run_data.hpp"
 #include "train/saved_model.hpp"
@@ -146,7 +147,8 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
     const std::filesystem::path params_file = files->out / "model.h5";
     auto save = [&] {
       const dist::WalkUnits walk = dist::walk_units(model);
-      io::save_params(params_file, cfg.model, signature_of(walk), values, saved_attributes(cfg),
+      io::save_params(params_file, cfg.model, signature_of(walk), values,
+                      saved_attributes(cfg, sizes_of<M>(static_cast<std::int64_t>(values.size()))),
                       non_finite_policy(cfg), buffer_signature(walk), buffer_values(walk));
     };
     if (!summary.save_failure.empty()) {

@@ -4,12 +4,6 @@
 
 namespace noeira {
 
-std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg) {
-  std::map<std::string, std::string> out;
-  if (!cfg.vocabulary.empty()) out["vocabulary"] = cfg.vocabulary;
-  return out;
-}
-
 SavedModel SavedModel::open(const TrainConfig& cfg) {
   const bool from_checkpoint = !cfg.eval_checkpoint.empty();
   if (cfg.params.empty() == !from_checkpoint) {
