@@ -10,7 +10,7 @@ void SyncedBatchStats::sum(double* values, std::size_t count) {
 
 void broadcast_buffers(ProcessGroup& group, const WalkUnits& walk) {
   if (group.size() == 1) return;
-  for (const WalkBuffer& b : walk.buffers) {
+  for (const NamedBuffer& b : walk.buffers) {
     Tensor& t = *b.tensor;
     group.broadcast(std::span<float>(t.data(), static_cast<std::size_t>(t.numel())), 0).wait();
   }

@@ -24,7 +24,7 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
     : walk_(walk), residency_(residency), rank_(rank), k_(ctx.k), stream_(ctx.stream) {
   NOEIRA_CHECK(ctx.k != nullptr, "parameter store: context without kernels");
   std::vector<std::int64_t> sizes;
-  for (const WalkParam& p : walk.params) {
+  for (const NamedParam& p : walk.params) {
     NOEIRA_CHECK(p.param != nullptr && p.param->target() == ctx.target,
                  "parameter store: parameter ", p.name, " is missing or on another target");
     sizes.push_back(p.param->numel());

@@ -33,19 +33,10 @@ namespace noeira::dist {
 
 // The walk, cut into units: params in walk order with their names, how many params each unit
 // holds, and the params each unit borrows from a later one (distributed/units.hpp builds it);
-// and the model's buffers, which belong to no unit.
-struct WalkParam {
-  std::string name;
-  Param* param = nullptr;
-};
-// A buffer of the walk (core/module.hpp): replicated on every rank, never sharded.
-struct WalkBuffer {
-  std::string name;
-  Tensor* tensor = nullptr;
-};
+// and the model's buffers, which belong to no unit (replicated on every rank, never sharded).
 struct WalkUnits {
-  std::vector<WalkParam> params;
-  std::vector<WalkBuffer> buffers;  // walk order, wherever they lie
+  std::vector<NamedParam> params;
+  std::vector<NamedBuffer> buffers;  // walk order, wherever they lie
   std::vector<std::size_t> unit_params;      // [units]
   std::vector<std::vector<Param*>> borrowed;  // [units] params of later units it also uses
   bool marked = false;  // the units are the model's Unit<> marks (their hooks run themselves)

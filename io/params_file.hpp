@@ -28,16 +28,6 @@ namespace noeira::io {
 
 inline constexpr int kParamsFormatVersion = 1;
 
-struct NamedParam {
-  std::string name;
-  Param* param = nullptr;
-};
-
-struct NamedBuffer {
-  std::string name;
-  Tensor* tensor = nullptr;
-};
-
 // Writes the parameters `signature` names (walk order) with their values, concatenated in the
 // same order in host memory (what ShardingPolicy::full_parameters returns), the buffers `buffers`
 // names with theirs laid out alike in `buffer_values`, and string

@@ -12,11 +12,11 @@ namespace noeira::testing {
 // The mlp preset's parameters saved in a model.h5, in walk order.
 inline std::vector<float> saved_mlp(const std::filesystem::path& file) {
   presets::Mlp model(Init(Target::Cpu, InitSpec{}));
-  std::vector<io::NamedParam> params;
+  std::vector<NamedParam> params;
   for_each_param(model, [&](const std::string& n, Param& p) { params.push_back({n, &p}); });
   io::load_params(file, "mlp", params);
   std::vector<float> out;
-  for (const io::NamedParam& p : params) {
+  for (const NamedParam& p : params) {
     const std::vector<float> v = p.param->val.to_vector();
     out.insert(out.end(), v.begin(), v.end());
   }

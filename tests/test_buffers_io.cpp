@@ -44,8 +44,7 @@ TEST(BuffersInFiles, ModelFileRoundTripsBuffersAndRefusesMissingOrExtraOnes) {
   loaded.count.zero();
   Param w2({2}, Target::Cpu, Decay::Apply);
   const dist::WalkUnits into = loaded.walk();
-  io::load_params(dir / "m.h5", "cnn", {{"0.weight", &w2}}, NonFinite::Refuse,
-                  named_buffers(into));
+  io::load_params(dir / "m.h5", "cnn", {{"0.weight", &w2}}, NonFinite::Refuse, into.buffers);
   EXPECT_EQ(loaded.mean.to_vector(), saved.mean.to_vector());
   EXPECT_EQ(loaded.count.to_vector(), saved.count.to_vector());
   // The file has buffers this model does not know: another network.

@@ -188,7 +188,7 @@ TEST(DistPolicy, ZeroThreeParametersAreReadableOnlyInsideTheirUnit) {
     policy.reduce_gradients();
     Optimizer opt(adam());
     policy.step(opt, kLr);
-    for (const WalkParam& p : walk_units(model).params) {
+    for (const NamedParam& p : walk_units(model).params) {
       EXPECT_THROW((void)p.param->val.data(), Error) << p.name;
       EXPECT_THROW((void)p.param->grd.data(), Error) << p.name;
     }

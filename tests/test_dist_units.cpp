@@ -83,7 +83,7 @@ TEST(DistUnits, MarksAtAnyDepthAreUnitsAndATiedTableIsVisitedOnce) {
   EXPECT_TRUE(walk.marked);
   EXPECT_EQ(walk.unit_params, (std::vector<std::size_t>{0, 2, 2, 1}));
   std::vector<std::string> names;
-  for (const WalkParam& p : walk.params) names.push_back(p.name);
+  for (const NamedParam& p : walk.params) names.push_back(p.name);
   EXPECT_EQ(names, (std::vector<std::string>{"1.0.weight", "1.0.bias", "1.1.weight", "1.1.bias",
                                              "2.weight"}));
   ASSERT_EQ(walk.borrowed.size(), 4u);

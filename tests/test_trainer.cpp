@@ -304,7 +304,7 @@ TEST(ParamsFile, RoundTripsAndRejectsAnotherModel) {
   TempDir dir;
   const Init init(Target::Cpu, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, 11});
   presets::Mlp saved(init);
-  std::vector<io::NamedParam> saved_params;
+  std::vector<NamedParam> saved_params;
   io::Signature signature;
   std::vector<float> values;
   for_each_param(saved, [&](const std::string& n, Param& p) {
@@ -318,7 +318,7 @@ TEST(ParamsFile, RoundTripsAndRejectsAnotherModel) {
   EXPECT_EQ(io::read_params_model(dir / "m.h5"), "mlp");
 
   presets::Mlp loaded(Init(Target::Cpu, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, 12}));
-  std::vector<io::NamedParam> loaded_params;
+  std::vector<NamedParam> loaded_params;
   for_each_param(loaded, [&](const std::string& n, Param& p) { loaded_params.push_back({n, &p}); });
   ASSERT_NE(saved_params[0].param->val.to_vector(), loaded_params[0].param->val.to_vector());
   io::load_params(dir / "m.h5", "mlp", loaded_params);
@@ -329,7 +329,7 @@ TEST(ParamsFile, RoundTripsAndRejectsAnotherModel) {
   EXPECT_THROW(io::load_params(dir / "m.h5", "linear", loaded_params), InputError);
 
   presets::Linear784 other(init);
-  std::vector<io::NamedParam> other_params;
+  std::vector<NamedParam> other_params;
   for_each_param(other, [&](const std::string& n, Param& p) { other_params.push_back({n, &p}); });
   try {
     io::load_params(dir / "m.h5", "mlp", other_params);  // same name claimed, other shapes
@@ -341,7 +341,7 @@ TEST(ParamsFile, RoundTripsAndRejectsAnotherModel) {
   // A model that is a prefix of the saved one: everything it asks for is there, but the file has
   // more, so it is not this model's file.
   Sequential<LinearReLU<784, 256>> prefix(init);
-  std::vector<io::NamedParam> prefix_params;
+  std::vector<NamedParam> prefix_params;
   for_each_param(prefix, [&](const std::string& n, Param& p) { prefix_params.push_back({n, &p}); });
   try {
     io::load_params(dir / "m.h5", "mlp", prefix_params);

@@ -9,6 +9,7 @@
 // parameter at the moment (ZeRO-3 outside its unit, a ZeRO-2/3 gradient outside its unit's vjp)
 // they are absent tensors whose access is an error naming the parameter.
 #include <cstdint>
+#include <string>
 
 #include "core/tensor.hpp"
 
@@ -29,6 +30,18 @@ struct Param {
   std::int64_t numel() const { return val.numel(); }
   const Shape& shape() const { return val.shape(); }
   Target target() const { return val.target(); }
+};
+
+// A parameter, or a buffer (state that is not a parameter: core/module.hpp), with its dotted name
+// in the walk ("0.weight", "1.running_mean"): what the walk yields to its readers, be they the
+// sharding policy, a checkpoint or model.h5.
+struct NamedParam {
+  std::string name;
+  Param* param = nullptr;
+};
+struct NamedBuffer {
+  std::string name;
+  Tensor* tensor = nullptr;
 };
 
 }  // namespace noeira

@@ -71,7 +71,7 @@ void refuse_non_finite_slices(dist::ProcessGroup& group, const dist::WalkUnits& 
 
 io::Signature signature_of(const dist::WalkUnits& walk) {
   io::Signature sig;
-  for (const dist::WalkParam& p : walk.params) sig.push_back({p.name, p.param->shape()});
+  for (const NamedParam& p : walk.params) sig.push_back({p.name, p.param->shape()});
   return sig;
 }
 
@@ -164,7 +164,7 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   std::vector<std::size_t> codes;  // for refuse_non_finite_slices
   for (State s : kStates) {
     for (const auto& piece : policy.pieces(s, Coverage::Written)) {
-      const dist::WalkParam& p = walk.params[piece.param];
+      const NamedParam& p = walk.params[piece.param];
       const auto count = static_cast<std::size_t>(piece.count);
       const float* data = piece.data;
       if (staged) {

@@ -17,30 +17,24 @@ std::string buffer_tensor_name(const std::string& buffer) {
 
 io::Signature buffer_signature(const dist::WalkUnits& walk) {
   io::Signature sig;
-  for (const dist::WalkBuffer& b : walk.buffers) sig.push_back({b.name, b.tensor->shape()});
+  for (const NamedBuffer& b : walk.buffers) sig.push_back({b.name, b.tensor->shape()});
   return sig;
 }
 
 std::vector<float> buffer_values(const dist::WalkUnits& walk) {
   std::vector<float> all;
-  for (const dist::WalkBuffer& b : walk.buffers) {
+  for (const NamedBuffer& b : walk.buffers) {
     const std::vector<float> v = b.tensor->to_vector();
     all.insert(all.end(), v.begin(), v.end());
   }
   return all;
 }
 
-std::vector<io::NamedBuffer> named_buffers(const dist::WalkUnits& walk) {
-  std::vector<io::NamedBuffer> out;
-  for (const dist::WalkBuffer& b : walk.buffers) out.push_back({b.name, b.tensor});
-  return out;
-}
-
 std::vector<io::TensorSlice> buffer_slices(const dist::WalkUnits& walk,
                                            const std::vector<float>& host) {
   std::vector<io::TensorSlice> slices;
   std::size_t at = 0;
-  for (const dist::WalkBuffer& b : walk.buffers) {
+  for (const NamedBuffer& b : walk.buffers) {
     const auto n = static_cast<std::size_t>(b.tensor->numel());
     NOEIRA_CHECK(at + n <= host.size(), "buffer_slices: host values shorter than the buffers");
     slices.push_back({buffer_tensor_name(b.name), b.tensor->shape(), 0,
@@ -55,7 +49,7 @@ void load_buffers(const io::CheckpointReader& ckpt, const dist::WalkUnits& walk,
   const std::string where = ckpt.dir().string();
   std::set<std::string> expected;
   std::vector<float> values;
-  for (const dist::WalkBuffer& b : walk.buffers) {
+  for (const NamedBuffer& b : walk.buffers) {
     const std::string name = buffer_tensor_name(b.name);
     expected.insert(name);
     if (!ckpt.has(name)) {

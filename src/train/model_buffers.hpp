@@ -23,9 +23,6 @@ io::Signature buffer_signature(const dist::WalkUnits& walk);
 // Every buffer's values on the host, concatenated in walk order.
 std::vector<float> buffer_values(const dist::WalkUnits& walk);
 
-// The buffers as model.h5 reads them.
-std::vector<io::NamedBuffer> named_buffers(const dist::WalkUnits& walk);
-
 // The checkpoint slices of the buffers, whole, over `host` (from buffer_values).
 std::vector<io::TensorSlice> buffer_slices(const dist::WalkUnits& walk,
                                            const std::vector<float>& host);

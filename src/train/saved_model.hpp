@@ -19,9 +19,6 @@
 
 namespace noeira {
 
-// What a run stores beside the parameters in model.h5: the vocabulary of a language model.
-std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg);
-
 class SavedModel {
  public:
   // cfg.params (a model.h5) or cfg.eval_checkpoint (a checkpoint): exactly one of them.
@@ -48,18 +45,16 @@ class SavedModel {
 
 template <Module M>
 void SavedModel::load_into(M& model) {
-  std::vector<io::NamedParam> params;
-  for_each_param(model, [&](const std::string& name, Param& p) { params.push_back({name, &p}); });
   const dist::WalkUnits walk = dist::walk_units(model);
   if (!checkpoint_) {
-    io::load_params(params_, model_, params, non_finite_, named_buffers(walk));
+    io::load_params(params_, model_, walk.params, non_finite_, walk.buffers);
     return;
   }
   // The logical tensors, whatever world size and policy wrote them.
   checkpoint_->check_signature(signature_of(walk));
   load_buffers(*checkpoint_, walk, non_finite_);
   std::vector<float> values;
-  for (const io::NamedParam& np : params) {
+  for (const NamedParam& np : walk.params) {
     values.resize(static_cast<std::size_t>(np.param->numel()));
     const std::string name = io::param_tensor_name(np.name, "val");
     checkpoint_->read(name, 0, std::span<float>(values));
