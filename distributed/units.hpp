@@ -30,11 +30,22 @@ struct SequentialTraits<Sequential<Ms...>> {
   static constexpr std::size_t count = sizeof...(Ms);
 };
 
+// What both collectors below do alike: buffers go into the walk as they come, whatever unit they
+// lie in.
+class BufferCollector {
+ public:
+  explicit BufferCollector(WalkUnits& out) : out_(out) {}
+  void buffer(const std::string& name, Tensor& t) { out_.buffers.push_back({name, &t}); }
+
+ protected:
+  WalkUnits& out_;
+};
+
 // Collects the walk of a model with Unit marks: the params in walk order, the units' boundaries
 // (numbering each unit), and the params each unit borrows.
-class MarkedUnitsVisitor {
+class MarkedUnitsVisitor : public BufferCollector {
  public:
-  explicit MarkedUnitsVisitor(WalkUnits& out) : out_(out) {}
+  explicit MarkedUnitsVisitor(WalkUnits& out) : BufferCollector(out) {}
 
   void begin_unit(std::size_t& index) {
     NOEIRA_CHECK(!in_unit_, "Unit inside a Unit: units may not nest");
@@ -60,10 +71,7 @@ class MarkedUnitsVisitor {
     out_.borrowed.back().push_back(&p);
   }
 
-  void buffer(const std::string& name, Tensor& t) { out_.buffers.push_back({name, &t}); }
-
  private:
-  WalkUnits& out_;
   bool in_unit_ = false;
 };
 
@@ -77,18 +85,16 @@ struct UnitCounter {
 };
 
 // Collects one default unit's params and the buffers beside them.
-class UnitCollector {
+class UnitCollector : public BufferCollector {
  public:
-  explicit UnitCollector(WalkUnits& out) : out_(out) {}
+  explicit UnitCollector(WalkUnits& out) : BufferCollector(out) {}
   void operator()(const std::string& name, Param& p) {
     out_.params.push_back({name, &p});
     ++count_;
   }
-  void buffer(const std::string& name, Tensor& t) { out_.buffers.push_back({name, &t}); }
   std::size_t count() const { return count_; }
 
  private:
-  WalkUnits& out_;
   std::size_t count_ = 0;
 };
 
@@ -126,18 +132,6 @@ const Tensor& vjp_from(Seq& model, Context& ctx, const Tensor& dy, InputGrad inp
   }
 }
 
-// Points ctx.units at the policy for a scope: the marked units call its hooks themselves.
-class HooksScope {
- public:
-  HooksScope(Context& ctx, UnitHooks& hooks) : ctx_(ctx), saved_(ctx.units) { ctx.units = &hooks; }
-  ~HooksScope() { ctx_.units = saved_; }
-  HooksScope(const HooksScope&) = delete;
-  HooksScope& operator=(const HooksScope&) = delete;
-
- private:
-  Context& ctx_;
-  UnitHooks* saved_;
-};
 }  // namespace detail_units
 
 // Whether the model marks its units with Unit<>.
@@ -171,7 +165,8 @@ WalkUnits walk_units(M& model) {
 template <Module M>
 const Tensor& forward_units(M& model, Context& ctx, const Tensor& x, ShardingPolicy& policy) {
   if (policy.marked_units()) {
-    const detail_units::HooksScope scope(ctx, policy);
+    // The marked units call the policy's hooks themselves.
+    const ScopedSetting<UnitHooks*> scope(ctx.units, &policy);
     return model.forward(ctx, x);
   }
   if constexpr (detail_units::SequentialTraits<M>::is_sequential) {
@@ -189,7 +184,7 @@ template <Module M>
 const Tensor& vjp_units(M& model, Context& ctx, const Tensor& dy, InputGrad input_grad,
                         ShardingPolicy& policy) {
   if (policy.marked_units()) {
-    const detail_units::HooksScope scope(ctx, policy);
+    const ScopedSetting<UnitHooks*> scope(ctx.units, &policy);
     return model.vjp(ctx, dy, input_grad);
   }
   if constexpr (detail_units::SequentialTraits<M>::is_sequential) {

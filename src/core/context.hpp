@@ -68,4 +68,19 @@ struct Context {
   }
 };
 
+// Gives one setting of a Context (ctx.units, ctx.batch_stats, ...) a value for the life of the
+// scope, and the old one back after it, on every way out.
+template <class T>
+class ScopedSetting {
+ public:
+  ScopedSetting(T& setting, T value) : setting_(setting), saved_(setting) { setting = value; }
+  ~ScopedSetting() { setting_ = saved_; }
+  ScopedSetting(const ScopedSetting&) = delete;
+  ScopedSetting& operator=(const ScopedSetting&) = delete;
+
+ private:
+  T& setting_;
+  T saved_;
+};
+
 }  // namespace noeira

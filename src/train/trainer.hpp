@@ -38,21 +38,6 @@
 
 namespace noeira {
 
-// Points ctx.batch_stats at a cross-rank sum for the life of the scope (the training run).
-class BatchStatsScope {
- public:
-  BatchStatsScope(Context& ctx, CrossRankSum* sum) : ctx_(ctx), saved_(ctx.batch_stats) {
-    ctx.batch_stats = sum;
-  }
-  ~BatchStatsScope() { ctx_.batch_stats = saved_; }
-  BatchStatsScope(const BatchStatsScope&) = delete;
-  BatchStatsScope& operator=(const BatchStatsScope&) = delete;
-
- private:
-  Context& ctx_;
-  CrossRankSum* saved_;
-};
-
 // Prints every rank's memory_report(), one line per rank in rank order (a barrier between
 // ranks keeps simulated ranks' lines apart). Collective.
 void report_memory(dist::ShardingPolicy& policy, LogFormat format);
@@ -105,8 +90,9 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   // before they are evaluated or saved.
   dist::SyncedBatchStats synced_stats(group);
   const bool local_buffers = cfg.batchnorm == "local" && group.size() > 1;
-  const BatchStatsScope stats_scope(ctx, local_buffers || group.size() == 1 ? nullptr
-                                                                            : &synced_stats);
+  // For the training run; evaluation uses the running statistics.
+  const ScopedSetting<CrossRankSum*> stats_scope(
+      ctx.batch_stats, local_buffers || group.size() == 1 ? nullptr : &synced_stats);
   auto share_rank0_buffers = [&] {
     if (local_buffers) dist::broadcast_buffers(group, walk);
   };
