@@ -19,7 +19,6 @@ h5py.
 import os
 import sys
 
-import numpy as np
 
 import torch_cases
 
@@ -38,26 +37,11 @@ ATOL = 1e-6  # times the largest |ref| of the tensor: the floor for elements nea
 
 
 def main():
-    args = sys.argv[1:]
-    perturb = torch_cases.take_perturb(args)
-    if len(args) != 1:
-        sys.exit(__doc__)
-    directory = args[0]
-    cases, t = torch_cases.load(os.path.join(directory, "cases.bin"))
-    if len(cases) != 1:
-        sys.exit("gpt_torch_check: expected one case, the file holds %d" % len(cases))
-    case = cases[0]
-    t["loss"] = np.array(case["loss"], dtype=np.float64)
-    if perturb is not None:
-        torch_cases.perturb(t, perturb, "gpt_torch_check")
-
+    directory, case, t = torch_cases.load_model_case(sys.argv[1:], "gpt_torch_check", __doc__)
     s = case["shape"]
     model = torch_gpt.GPT(s["vocab"], s["block"], s["layers"], s["heads"], s["width"]).double()
     with h5py.File(os.path.join(directory, "model.h5"), "r") as f:
-        stored = f.attrs["model"]
-        stored = stored.decode() if isinstance(stored, bytes) else str(stored)
-        if stored != case["model"]:
-            sys.exit("gpt_torch_check: model.h5 is a %s, the case a %s" % (stored, case["model"]))
+        torch_cases.check_stored_model(f, case, "gpt_torch_check")
         torch_gpt.load_noeira(model, f)
     b, seq, vocab = case["batch"], case["seq"], s["vocab"]
     ids = torch.tensor(case["ids"], dtype=torch.long).view(b, seq)
@@ -68,26 +52,12 @@ def main():
     loss = F.cross_entropy(logits.view(b * seq, vocab), targets)
     loss.backward()
 
-    failures = []
-    worst = {}
     refs = {"loss": loss, "logits": logits, "dlogits": logits.grad}
-    for name, p in torch_gpt.noeira_names(model).items():
+    names = torch_gpt.noeira_names(model)
+    for name, p in names.items():
         refs["grad/" + name] = p.grad
-    missing = sorted(set(refs) - set(t))
-    if missing:
-        failures.append("noeira wrote no %s" % ", ".join(missing))
-    for name, ref in refs.items():
-        if name in t:
-            worst[name] = torch_cases.compare(name, t[name], ref, failures, RTOL, ATOL,
-                                              floor_at_least=0.0)
-    for name in sorted(worst, key=worst.get, reverse=True)[:5]:
-        print("%-28s largest difference %.3f of the allowed" % (name, worst[name]))
-    print("loss: noeira %.9f, torch %.9f" % (float(t["loss"]), loss.item()))
-    for f in failures:
-        print("gpt_torch_check: " + f)
-    if failures:
-        sys.exit(1)
-    print("gpt_torch_check: loss, logits and %d gradients match torch" % (len(refs) - 3))
+    torch_cases.report("gpt_torch_check", refs, t, RTOL, ATOL,
+                       "loss, logits and %d gradients" % len(names))
 
 
 if __name__ == "__main__":

@@ -118,18 +118,7 @@ TEST(AttentionTorch, WritesTheCases) {
       file, "self_attention_padded", 3, 5, 2, true, true, {5, 3, 1});
   cross_attention_case<CrossAttention<12, 3, 10>>(file, "cross_attention", 2, 4, 6, 3, {6, 2});
   cross_attention_case<CrossAttention<16, 4, 8, 2>>(file, "cross_attention_gqa", 1, 3, 5, 2, {});
-  const char* env = std::getenv("NOEIRA_ATTENTION_CASES");
-  if (env != nullptr && *env != '\0') {
-    file.write(env);
-    return;
-  }
-  // Run on its own (not by tests/attention_torch.cmake): write and remove a scratch file.
-  const std::filesystem::path scratch =
-      std::filesystem::temp_directory_path() /
-      ("noeira_attention_cases_" + std::to_string(::getpid()) + ".bin");
-  file.write(scratch.string());
-  EXPECT_GT(std::filesystem::file_size(scratch), 0u);
-  std::filesystem::remove(scratch);
+  file.write_where_asked("NOEIRA_ATTENTION_CASES", "noeira_attention_cases");
 }
 
 }  // namespace

@@ -56,17 +56,7 @@ TEST(BatchNormTorch, WritesTheCases) {
   batchnorm_case<BatchNorm2D<ImageShape{3, 5, 4}>>(file, "batchnorm2d", 4, 1);
   batchnorm_case<BatchNorm2D<ImageShape{6, 1, 1}>>(file, "batchnorm2d_one_pixel", 7, 2);
   batchnorm_case<BatchNorm1D<9>>(file, "batchnorm1d", 5, 3);
-  const char* env = std::getenv("NOEIRA_BATCHNORM_CASES");
-  if (env != nullptr && *env != '\0') {
-    file.write(env);
-    return;
-  }
-  const std::filesystem::path scratch =
-      std::filesystem::temp_directory_path() /
-      ("noeira_batchnorm_cases_" + std::to_string(::getpid()) + ".bin");
-  file.write(scratch.string());
-  EXPECT_GT(std::filesystem::file_size(scratch), 0u);
-  std::filesystem::remove(scratch);
+  file.write_where_asked("NOEIRA_BATCHNORM_CASES", "noeira_batchnorm_cases");
 }
 
 }  // namespace

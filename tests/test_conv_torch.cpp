@@ -80,18 +80,7 @@ TEST(ConvTorch, WritesTheCases) {
       file, "transpose_kernel2_groups3_nobias", 2, 13);
   transpose_case<ConvTransposeSpec{{5, 3, 4}, 2, 1}>(file, "transpose_pointwise", 3, 14);
   transpose_case<ConvTransposeSpec{{3, 3, 4}, 2, 3, 2, 1, 1}>(file, "transpose_batch37", 37, 15);
-  const char* env = std::getenv("NOEIRA_CONV_CASES");
-  if (env != nullptr && *env != '\0') {
-    file.write(env);
-    return;
-  }
-  // Run on its own (not by tests/conv_torch.cmake): write and remove a scratch file.
-  const std::filesystem::path scratch =
-      std::filesystem::temp_directory_path() /
-      ("noeira_conv_cases_" + std::to_string(::getpid()) + ".bin");
-  file.write(scratch.string());
-  EXPECT_GT(std::filesystem::file_size(scratch), 0u);
-  std::filesystem::remove(scratch);
+  file.write_where_asked("NOEIRA_CONV_CASES", "noeira_conv_cases");
 }
 
 }  // namespace

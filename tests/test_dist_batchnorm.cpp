@@ -4,14 +4,11 @@
 // ranks take rank 0's; and a run resumed from a checkpoint continues bit for bit, buffers included.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <filesystem>
-#include <sstream>
+#include <string>
 #include <vector>
 
 #include "io_test_files.hpp"
-#include "distributed/sim_process_group.hpp"
 #include "gradcheck.hpp"
 #include "nn/activation.hpp"
 #include "nn/batchnorm.hpp"
@@ -20,7 +17,7 @@
 #include "nn/pool2d.hpp"
 #include "nn/sequential.hpp"
 #include "train/classification.hpp"
-#include "train/trainer.hpp"
+#include "trainer_runs.hpp"
 
 namespace noeira {
 namespace {
@@ -46,25 +43,14 @@ Dataset synthetic(std::int64_t count, std::int64_t features, std::uint32_t seed)
   return d;
 }
 
-struct BnRun {
-  std::vector<float> params;                // rank 0's full parameters
-  std::vector<std::vector<float>> buffers;  // every rank's buffers, concatenated
-};
-
-template <class M>
-std::vector<float> all_buffers(M& m) {
-  std::vector<float> out;
-  for_each_buffer(m, [&](const std::string&, Tensor& t) {
-    const std::vector<float> v = t.to_vector();
-    out.insert(out.end(), v.begin(), v.end());
-  });
-  return out;
-}
+using testing::TrainerRun;
+using testing::rank_tolerance;
+using testing::worst_difference;
 
 template <class M = Model>
-BnRun train_bn(dist::Policy policy, int ranks, std::int64_t epochs, const std::string& batchnorm,
-               const std::filesystem::path& checkpoint_dir = {},
-               const std::filesystem::path& resume = {}) {
+TrainerRun train_bn(dist::Policy policy, int ranks, std::int64_t epochs,
+                    const std::string& batchnorm, const std::filesystem::path& checkpoint_dir = {},
+                    const std::filesystem::path& resume = {}) {
   static const Dataset train_set = synthetic(46, M::in_dim, 1);  // batch 10: a last batch of 6
   static const Dataset test_set = synthetic(9, M::in_dim, 2);
   const ResidentData train_data = make_resident(train_set, Target::Cpu);
@@ -82,81 +68,39 @@ BnRun train_bn(dist::Policy policy, int ranks, std::int64_t epochs, const std::s
   cfg.batchnorm = batchnorm;
   cfg.policy = std::string(to_string(policy));
   cfg.checkpoint_dir = checkpoint_dir.string();
-  BnRun run;
-  run.buffers.resize(static_cast<std::size_t>(ranks));
-  dist::run_simulated(ranks, [&](dist::ProcessGroup& group) {
-    M model(Init(Target::Cpu, InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5}));
-    Context ctx = Context::for_target(Target::Cpu);
-    dist::ShardingPolicy sharding(policy, dist::walk_units(model), group, ctx,
-                                  dist::PolicyOptions{64, 32});
-    sharding.broadcast_initial_parameters();
-    ClassificationTask task(train_data, test_data, epochs, cfg.batch, 4, cfg.seed);
-    std::ostringstream out, notes;
-    Progress progress(out, notes, LogFormat::Json, false);
-    train(model, ctx, cfg, task, progress, nullptr, sharding, resume);
-    const std::vector<float> params = sharding.full_parameters();
-    if (group.rank() == 0) run.params = params;
-    run.buffers[static_cast<std::size_t>(group.rank())] = all_buffers(model);
-  });
-  return run;
-}
-
-double worst_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    worst = std::max(worst, static_cast<double>(std::fabs(a[i] - b[i])));
-  }
-  return worst;
-}
-
-double scale_of(const std::vector<float>& v) {
-  double s = 0;
-  for (float x : v) s = std::max(s, static_cast<double>(std::fabs(x)));
-  return s;
+  const testing::TrainerSetup setup{InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5},
+                                    dist::PolicyOptions{64, 32}, resume};
+  return testing::train_simulated<M>(
+      policy, ranks, cfg,
+      [&] { return ClassificationTask(train_data, test_data, epochs, cfg.batch, 4, cfg.seed); },
+      setup);
 }
 
 TEST(DistBatchNorm, SynchronizedStatisticsTrainAsOneRankUnderEveryPolicy) {
-  const BnRun reference = train_bn(dist::Policy::Ddp, 1, 2, "sync");
-  const double tol = 1e-4 * scale_of(reference.params) + 1e-6;
-  const double buffer_tol = 1e-4 * scale_of(reference.buffers[0]) + 1e-6;
-  for (int n = 2; n <= 4; ++n) {
-    const BnRun ddp = train_bn(dist::Policy::Ddp, n, 2, "sync");
-    for (dist::Policy p : {dist::Policy::Ddp, dist::Policy::Zero1, dist::Policy::Zero2,
-                           dist::Policy::Zero3}) {
-      SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks");
-      const BnRun run = p == dist::Policy::Ddp ? ddp : train_bn(p, n, 2, "sync");
-      EXPECT_EQ(run.params, ddp.params) << "ZeRO must be bit-identical to DDP";
-      EXPECT_EQ(run.buffers[0], ddp.buffers[0]);
-      EXPECT_LE(worst_difference(run.params, reference.params), tol);
-      EXPECT_LE(worst_difference(run.buffers[0], reference.buffers[0]), buffer_tol);
-      for (int r = 1; r < n; ++r) {
-        EXPECT_EQ(run.buffers[static_cast<std::size_t>(r)], run.buffers[0]) << "rank " << r;
-      }
-    }
-  }
+  testing::expect_every_policy_trains_as_one_rank(
+      [](dist::Policy p, int n) { return train_bn(p, n, 2, "sync"); }, {2, 3, 4});
 }
 
 TEST(DistBatchNorm, ConvNetTrainsAsOneRankUnderEveryPolicy) {
-  const BnRun reference = train_bn<Cnn>(dist::Policy::Ddp, 1, 2, "sync");
-  const double tol = 1e-4 * scale_of(reference.params) + 1e-6;
+  const TrainerRun reference = train_bn<Cnn>(dist::Policy::Ddp, 1, 2, "sync");
+  const double tol = rank_tolerance(reference.params);
   for (int n : {2, 3}) {
-    const BnRun ddp = train_bn<Cnn>(dist::Policy::Ddp, n, 2, "sync");
+    const TrainerRun ddp = train_bn<Cnn>(dist::Policy::Ddp, n, 2, "sync");
     for (dist::Policy p : {dist::Policy::Zero1, dist::Policy::Zero3}) {
       SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks");
-      const BnRun run = train_bn<Cnn>(p, n, 2, "sync");
+      const TrainerRun run = train_bn<Cnn>(p, n, 2, "sync");
       EXPECT_EQ(run.params, ddp.params) << "ZeRO must be bit-identical to DDP";
       EXPECT_EQ(run.buffers[0], ddp.buffers[0]);
     }
     EXPECT_LE(worst_difference(ddp.params, reference.params), tol) << n << " ranks";
     EXPECT_LE(worst_difference(ddp.buffers[0], reference.buffers[0]),
-              1e-4 * scale_of(reference.buffers[0]) + 1e-6);
+              rank_tolerance(reference.buffers[0]));
   }
 }
 
 TEST(DistBatchNorm, LocalStatisticsAreEachRanksAndTheBuffersRankZeros) {
-  const BnRun sync = train_bn(dist::Policy::Ddp, 2, 1, "sync");
-  const BnRun local = train_bn(dist::Policy::Ddp, 2, 1, "local");
+  const TrainerRun sync = train_bn(dist::Policy::Ddp, 2, 1, "sync");
+  const TrainerRun local = train_bn(dist::Policy::Ddp, 2, 1, "local");
   // Another model: each rank normalized by its own rows' statistics.
   EXPECT_GT(worst_difference(local.params, sync.params), 1e-4);
   // Evaluated and saved: every rank holds rank 0's running estimates.
@@ -165,19 +109,19 @@ TEST(DistBatchNorm, LocalStatisticsAreEachRanksAndTheBuffersRankZeros) {
 
 TEST(DistBatchNorm, ResumedRunContinuesBitForBitWithItsBuffers) {
   testing::TempDir dir;
-  const BnRun whole = train_bn(dist::Policy::Zero2, 2, 2, "sync");
+  const TrainerRun whole = train_bn(dist::Policy::Zero2, 2, 2, "sync");
   train_bn(dist::Policy::Zero2, 2, 1, "sync", dir / "ckpt");
   const std::filesystem::path latest = dir / "ckpt";
-  const BnRun resumed = train_bn(dist::Policy::Zero2, 2, 2, "sync", dir / "ckpt2",
-                                 io::resolve_checkpoint(latest));
+  const TrainerRun resumed = train_bn(dist::Policy::Zero2, 2, 2, "sync", dir / "ckpt2",
+                                      io::resolve_checkpoint(latest));
   EXPECT_EQ(resumed.params, whole.params);
   EXPECT_EQ(resumed.buffers[0], whole.buffers[0]);
   // At another world size and policy: the same model within the tolerance of N ranks.
-  const BnRun three = train_bn(dist::Policy::Zero3, 3, 2, "sync", dir / "ckpt3",
-                               io::resolve_checkpoint(latest));
-  EXPECT_LE(worst_difference(three.params, whole.params), 1e-4 * scale_of(whole.params) + 1e-6);
+  const TrainerRun three = train_bn(dist::Policy::Zero3, 3, 2, "sync", dir / "ckpt3",
+                                    io::resolve_checkpoint(latest));
+  EXPECT_LE(worst_difference(three.params, whole.params), rank_tolerance(whole.params));
   EXPECT_LE(worst_difference(three.buffers[0], whole.buffers[0]),
-            1e-4 * scale_of(whole.buffers[0]) + 1e-6);
+            rank_tolerance(whole.buffers[0]));
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 #include "nn/gpt.hpp"
 #include "train/language_model.hpp"
 #include "train/text_data.hpp"
-#include "train/trainer.hpp"
+#include "trainer_runs.hpp"
 
 namespace noeira {
 namespace {
@@ -27,13 +27,7 @@ TextData corpus() {
   return make_text_data("test corpus", text, TokenizerKind::Char);
 }
 
-struct GptRun {
-  std::vector<float> params;  // rank 0's full parameters after the run
-  double first_loss = 0, last_loss = 0;
-  dist::MemoryReport memory;
-};
-
-GptRun train_gpt(dist::Policy policy, int ranks) {
+testing::TrainerRun train_gpt(dist::Policy policy, int ranks) {
   static const TextData data = corpus();
   const ResidentText text = make_resident_text(data, Target::Cpu);
   TrainConfig cfg;
@@ -50,61 +44,16 @@ GptRun train_gpt(dist::Policy policy, int ranks) {
   o.batch = cfg.batch;
   o.block = kBlock;
   o.seed = cfg.seed;
-  GptRun run;
-  std::vector<std::vector<float>> params(static_cast<std::size_t>(ranks));
-  dist::run_simulated(ranks, [&](dist::ProcessGroup& group) {
-    Model model(Init(Target::Cpu, InitSpec{InitKind::Normal, 0.0f, 0.02f, 9}));
-    Context ctx = Context::for_target(Target::Cpu);
-    dist::ShardingPolicy sharding(policy, dist::walk_units(model), group, ctx,
-                                  dist::PolicyOptions{256, 32});
-    sharding.broadcast_initial_parameters();
-    LanguageModelTask task(text.train, text.validation, o);
-    std::ostringstream out, notes;
-    Progress progress(out, notes, LogFormat::Json, false);
-    const TrainSummary summary = train(model, ctx, cfg, task, progress, nullptr, sharding);
-    params[static_cast<std::size_t>(group.rank())] = sharding.full_parameters();
-    if (group.rank() == 0) {
-      std::istringstream lines(out.str());
-      std::vector<double> losses;
-      for (std::string line; std::getline(lines, line);) {
-        const nlohmann::json j = nlohmann::json::parse(line);
-        if (j["type"] == "step") losses.push_back(j["loss"].get<double>());
-      }
-      run.first_loss = losses.front();
-      run.last_loss = losses.back();
-      run.memory = sharding.memory_report();
-      EXPECT_EQ(summary.steps, 20);
-    }
-  });
-  for (int r = 1; r < ranks; ++r) {
-    EXPECT_EQ(params[static_cast<std::size_t>(r)], params[0]) << "rank " << r << "'s replica";
-  }
-  run.params = params[0];
+  testing::TrainerRun run = testing::train_simulated<Model>(
+      policy, ranks, cfg, [&] { return LanguageModelTask(text.train, text.validation, o); });
+  EXPECT_EQ(run.summary.steps, 20);
   return run;
 }
 
 TEST(DistGpt, EveryPolicyAndWorldSizeTrainsAsOneRank) {
-  const GptRun reference = train_gpt(dist::Policy::Ddp, 1);
-  EXPECT_LT(reference.last_loss, reference.first_loss);
-  double scale = 0;
-  for (float v : reference.params) scale = std::max(scale, static_cast<double>(std::fabs(v)));
-  const double tol = 1e-4 * scale + 1e-6;
-  for (int n = 1; n <= 4; ++n) {
-    const GptRun ddp = train_gpt(dist::Policy::Ddp, n);
-    for (dist::Policy p : {dist::Policy::Ddp, dist::Policy::Zero1, dist::Policy::Zero2,
-                           dist::Policy::Zero3}) {
-      SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks");
-      const GptRun run = p == dist::Policy::Ddp ? ddp : train_gpt(p, n);
-      ASSERT_EQ(run.params.size(), reference.params.size());
-      EXPECT_EQ(run.params, ddp.params) << "ZeRO must be bit-identical to DDP";
-      double worst = 0;
-      for (std::size_t i = 0; i < run.params.size(); ++i) {
-        worst = std::max(worst, static_cast<double>(std::fabs(run.params[i] - reference.params[i])));
-      }
-      EXPECT_LE(worst, tol);
-      EXPECT_NEAR(run.first_loss, reference.first_loss, 1e-5);
-    }
-  }
+  const testing::TrainerRun one =
+      testing::expect_every_policy_trains_as_one_rank(train_gpt, {1, 2, 3, 4});
+  EXPECT_LT(one.losses.back(), one.losses.front());
 }
 
 TEST(DistGpt, MemoryPerRankIsWithinFivePercentOfTheFormula) {

@@ -106,24 +106,12 @@ void write_case(const std::filesystem::path& dir) {
   const StepResult r = step(model, ctx, loss, b, kBatch, kSeq);
   ASSERT_TRUE(std::isfinite(r.loss));
 
-  // model.h5, as `noeira train` writes it (train/run.cpp).
-  const dist::WalkUnits walk = dist::walk_units(model);
-  std::vector<float> values;
-  for (const dist::WalkParam& p : walk.params) {
-    const std::vector<float> v = p.param->val.to_vector();
-    values.insert(values.end(), v.begin(), v.end());
-  }
-  io::save_params(dir / "model.h5", "gpt-tiny", signature_of(walk), values);
+  testing::save_model_file(dir / "model.h5", "gpt-tiny", model);
 
   testing::CaseFile file;
   file.add("logits", r.logits);
   file.add("dlogits", r.dlogits);
-  std::size_t params = 0;
-  for_each_param(model, [&](const std::string& name, Param& p) {
-    file.add("grad/" + name, p.grd);
-    ++params;
-  });
-  ASSERT_EQ(params, walk.params.size());
+  ASSERT_EQ(file.add_grads(model), dist::walk_units(model).params.size());
   constexpr GptShape s = Model::shape;
   file.add_case({{"name", "gpt_tiny"},
                  {"model", "gpt-tiny"},
@@ -139,20 +127,7 @@ void write_case(const std::filesystem::path& dir) {
 }
 
 TEST(GptTorch, WritesTheCase) {
-  const char* env = std::getenv("NOEIRA_GPT_TORCH_DIR");
-  if (env != nullptr && *env != '\0') {
-    std::filesystem::create_directories(env);
-    write_case(env);
-    return;
-  }
-  // Run on its own (not by tests/gpt_torch.cmake): write and remove a scratch directory.
-  const std::filesystem::path scratch = std::filesystem::temp_directory_path() /
-                                        ("noeira_gpt_torch_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(scratch);
-  write_case(scratch);
-  EXPECT_GT(std::filesystem::file_size(scratch / "model.h5"), 0u);
-  EXPECT_GT(std::filesystem::file_size(scratch / "cases.bin"), 0u);
-  std::filesystem::remove_all(scratch);
+  testing::write_case_dir("NOEIRA_GPT_TORCH_DIR", "noeira_gpt_torch", write_case);
 }
 
 }  // namespace

@@ -85,18 +85,7 @@ TEST(PoolTorch, WritesTheCases) {
   image_case<UpsampleNearest2D<ImageShape{1, 4, 3}, 3>>(
       file, "upsample_nearest_3_rows", {{"kind", "upsample_nearest"}, {"scale", 3}}, 3,
       Layout::Rows, 10);
-  const char* env = std::getenv("NOEIRA_POOL_CASES");
-  if (env != nullptr && *env != '\0') {
-    file.write(env);
-    return;
-  }
-  // Run on its own (not by tests/pool_torch.cmake): write and remove a scratch file.
-  const std::filesystem::path scratch =
-      std::filesystem::temp_directory_path() /
-      ("noeira_pool_cases_" + std::to_string(::getpid()) + ".bin");
-  file.write(scratch.string());
-  EXPECT_GT(std::filesystem::file_size(scratch), 0u);
-  std::filesystem::remove(scratch);
+  file.write_where_asked("NOEIRA_POOL_CASES", "noeira_pool_cases");
 }
 
 }  // namespace

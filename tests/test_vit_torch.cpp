@@ -86,26 +86,14 @@ void write_case(const std::filesystem::path& dir) {
   const StepResult r = step(model, ctx, loss, batch, labels);
   ASSERT_TRUE(std::isfinite(r.loss));
 
-  // model.h5, as `noeira train` writes it (train/run.cpp).
-  const dist::WalkUnits walk = dist::walk_units(model);
-  std::vector<float> values;
-  for (const dist::WalkParam& p : walk.params) {
-    const std::vector<float> v = p.param->val.to_vector();
-    values.insert(values.end(), v.begin(), v.end());
-  }
-  io::save_params(dir / "model.h5", "vit-torch-case", signature_of(walk), values);
+  testing::save_model_file(dir / "model.h5", "vit-torch-case", model);
 
   testing::CaseFile file;
   file.add("images", batch);
   file.add("logits", r.logits);
   file.add("dlogits", r.dlogits);
   file.add("dimages", r.dimages);
-  std::size_t params = 0;
-  for_each_param(model, [&](const std::string& name, Param& p) {
-    file.add("grad/" + name, p.grd);
-    ++params;
-  });
-  ASSERT_EQ(params, walk.params.size());
+  ASSERT_EQ(file.add_grads(model), dist::walk_units(model).params.size());
   file.add_case({{"name", "vit_small"},
                  {"model", "vit-torch-case"},
                  {"shape",
@@ -120,20 +108,7 @@ void write_case(const std::filesystem::path& dir) {
 }
 
 TEST(VitTorch, WritesTheCase) {
-  const char* env = std::getenv("NOEIRA_VIT_TORCH_DIR");
-  if (env != nullptr && *env != '\0') {
-    std::filesystem::create_directories(env);
-    write_case(env);
-    return;
-  }
-  // Run on its own (not by tests/vit_torch.cmake): write and remove a scratch directory.
-  const std::filesystem::path scratch = std::filesystem::temp_directory_path() /
-                                        ("noeira_vit_torch_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(scratch);
-  write_case(scratch);
-  EXPECT_GT(std::filesystem::file_size(scratch / "model.h5"), 0u);
-  EXPECT_GT(std::filesystem::file_size(scratch / "cases.bin"), 0u);
-  std::filesystem::remove_all(scratch);
+  testing::write_case_dir("NOEIRA_VIT_TORCH_DIR", "noeira_vit_torch", write_case);
 }
 
 }  // namespace

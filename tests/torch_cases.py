@@ -1,10 +1,12 @@
-"""What the checks against PyTorch share (attention_torch_check.py, gpt_torch_check.py): reading
-the case file tests/torch_case_file.hpp writes, the --perturb option that shows a check can fail,
-and the comparison of one noeira tensor with its float64 reference.
+"""What the checks against PyTorch share (attention_torch_check.py, gpt_torch_check.py,
+vit_torch_check.py, ...): reading the case file tests/torch_case_file.hpp writes, the --perturb
+option that shows a check can fail, the comparison of one noeira tensor with its float64
+reference, and for a whole model's step the single case, its model.h5 and the report.
 
 No torch import here: each check imports torch itself and skips (exit 77) without it.
 """
 import json
+import os
 import sys
 
 import numpy as np
@@ -72,3 +74,51 @@ def compare(label, got, ref, failures, rtol, atol, floor_at_least=1.0):
 
 def index_of(flat, shape):
     return ", ".join(str(int(i)) for i in np.unravel_index(flat, shape)) if shape else "scalar"
+
+
+def load_model_case(argv, who, usage):
+    """A whole model's check: argv is [DIR] [--perturb TENSOR]. Returns (DIR, the one case, its
+    tensors with "loss" among them, perturbed as asked)."""
+    args = list(argv)
+    name = take_perturb(args)
+    if len(args) != 1:
+        sys.exit(usage)
+    cases, tensors = load(os.path.join(args[0], "cases.bin"))
+    if len(cases) != 1:
+        sys.exit("%s: expected one case, the file holds %d" % (who, len(cases)))
+    tensors["loss"] = np.array(cases[0]["loss"], dtype=np.float64)
+    if name is not None:
+        perturb(tensors, name, who)
+    return args[0], cases[0], tensors
+
+
+def check_stored_model(h5file, case, who):
+    """model.h5 must be the preset the case names."""
+    stored = h5file.attrs["model"]
+    stored = stored.decode() if isinstance(stored, bytes) else str(stored)
+    if stored != case["model"]:
+        sys.exit("%s: model.h5 is a %s, the case a %s" % (who, stored, case["model"]))
+
+
+def report(who, refs, tensors, rtol, atol, what):
+    """Compares every reference (name -> float64 torch tensor) with noeira's tensor of that name,
+    prints the five closest calls and the losses, and exits 1 naming every mismatch (a reference
+    noeira did not write is one), or prints `what` matched."""
+    failures = []
+    worst = {}
+    missing = sorted(set(refs) - set(tensors))
+    if missing:
+        failures.append("noeira wrote no %s" % ", ".join(missing))
+    for name, ref in refs.items():
+        if name in tensors:
+            worst[name] = compare(name, tensors[name], ref, failures, rtol, atol,
+                                  floor_at_least=0.0)
+    width = max(len(n) for n in refs)
+    for name in sorted(worst, key=worst.get, reverse=True)[:5]:
+        print("%-*s largest difference %.3f of the allowed" % (width, name, worst[name]))
+    print("loss: noeira %.9f, torch %.9f" % (float(tensors["loss"]), refs["loss"].item()))
+    for f in failures:
+        print("%s: %s" % (who, f))
+    if failures:
+        sys.exit(1)
+    print("%s: %s match torch" % (who, what))

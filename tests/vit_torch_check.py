@@ -19,7 +19,6 @@ h5py.
 import os
 import sys
 
-import numpy as np
 
 import torch_cases
 
@@ -39,28 +38,13 @@ ATOL = 1e-6  # times the largest |ref| of the tensor: the floor for elements nea
 
 
 def main():
-    args = sys.argv[1:]
-    perturb = torch_cases.take_perturb(args)
-    if len(args) != 1:
-        sys.exit(__doc__)
-    directory = args[0]
-    cases, t = torch_cases.load(os.path.join(directory, "cases.bin"))
-    if len(cases) != 1:
-        sys.exit("vit_torch_check: expected one case, the file holds %d" % len(cases))
-    case = cases[0]
-    t["loss"] = np.array(case["loss"], dtype=np.float64)
-    if perturb is not None:
-        torch_cases.perturb(t, perturb, "vit_torch_check")
-
+    directory, case, t = torch_cases.load_model_case(sys.argv[1:], "vit_torch_check", __doc__)
     s = case["shape"]
     model = torch_vit.ViT(s["channels"], s["height"], s["width"], s["patch"], s["layers"],
                           s["heads"], s["dim"], s["classes"]).double()
     names = torch_vit.noeira_names(model)
     with h5py.File(os.path.join(directory, "model.h5"), "r") as f:
-        stored = f.attrs["model"]
-        stored = stored.decode() if isinstance(stored, bytes) else str(stored)
-        if stored != case["model"]:
-            sys.exit("vit_torch_check: model.h5 is a %s, the case a %s" % (stored, case["model"]))
+        torch_cases.check_stored_model(f, case, "vit_torch_check")
         torch_gpt.load_noeira(model, f, names)
     images = torch.from_numpy(t["images"]).double().requires_grad_(True)
     labels = torch.tensor(case["labels"], dtype=torch.long)
@@ -70,27 +54,11 @@ def main():
     loss = F.cross_entropy(logits, labels)
     loss.backward()
 
-    failures = []
-    worst = {}
     refs = {"loss": loss, "logits": logits, "dlogits": logits.grad, "dimages": images.grad}
     for name, p in names.items():
         refs["grad/" + name] = p.grad
-    missing = sorted(set(refs) - set(t))
-    if missing:
-        failures.append("noeira wrote no %s" % ", ".join(missing))
-    for name, ref in refs.items():
-        if name in t:
-            worst[name] = torch_cases.compare(name, t[name], ref, failures, RTOL, ATOL,
-                                              floor_at_least=0.0)
-    for name in sorted(worst, key=worst.get, reverse=True)[:5]:
-        print("%-32s largest difference %.3f of the allowed" % (name, worst[name]))
-    print("loss: noeira %.9f, torch %.9f" % (float(t["loss"]), loss.item()))
-    for f in failures:
-        print("vit_torch_check: " + f)
-    if failures:
-        sys.exit(1)
-    print("vit_torch_check: loss, logits, the images' and %d parameter gradients match torch"
-          % len(names))
+    torch_cases.report("vit_torch_check", refs, t, RTOL, ATOL,
+                       "loss, logits, the images' and %d parameter gradients" % len(names))
 
 
 if __name__ == "__main__":
