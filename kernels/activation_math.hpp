@@ -72,6 +72,16 @@ NOEIRA_HD float gelu_tanh_gate(float x) {
   return w > 80.0f ? 0.0f : 1.0f / (1.0f + e);
 }
 
+// Mish's gate tanh(softplus(x)) = ((1 + e^x)² − 1) / ((1 + e^x)² + 1) = n / (n + 2) with
+// n = e^x (e^x + 2): one exponential, and no cancellation for negative x (n is small, not a
+// difference of near-equal terms). Above 20 the gate is 1 in float (1 − 2/n < 2^-24 · 2^-4).
+NOEIRA_HD float mish_gate(float x) {
+  if (x > 20.0f) return 1.0f;
+  const float e = exp_vectorizable(x);
+  const float n = e * (e + 2.0f);
+  return n / (n + 2.0f);
+}
+
 NOEIRA_HD float forward(Activation a, float x) {
   switch (a) {
     case Activation::Identity: return x;
@@ -81,6 +91,12 @@ NOEIRA_HD float forward(Activation a, float x) {
     case Activation::GeluTanh: return x * gelu_tanh_gate(x);
     case Activation::GeluErf: return 0.5f * x * (1.0f + erff(x * kInvSqrt2));
     case Activation::SiLU: return x * sigmoid(x);
+    case Activation::Elu: return x > 0.0f ? x : expm1f(x);
+    case Activation::HardSwish: {
+      const float r = x + 3.0f;
+      return x * (r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r)) / 6.0f;
+    }
+    case Activation::Mish: return x * mish_gate(x);
   }
   return x;
 }
@@ -104,6 +120,16 @@ NOEIRA_HD float derivative(Activation a, float x, float y) {
     case Activation::SiLU: {
       const float s = sigmoid(x);
       return s * (1.0f + x * (1.0f - s));
+    }
+    // y = e^x − 1 below 0, so its slope e^x is y + 1.
+    case Activation::Elu: return y > 0.0f ? 1.0f : y + 1.0f;
+    // PyTorch's choice at the kinks: 0 at −3, x/3 + 1/2 up to and with 3.
+    case Activation::HardSwish:
+      return x < -3.0f ? 0.0f : (x <= 3.0f ? x / 3.0f + 0.5f : 1.0f);
+    case Activation::Mish: {
+      // d/dx x·t(x) with t = tanh(softplus(x)): t + x·(1 − t²)·sigmoid(x).
+      const float t = mish_gate(x);
+      return t + x * (1.0f - t * t) * sigmoid(x);
     }
   }
   return 1.0f;

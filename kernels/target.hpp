@@ -15,7 +15,11 @@ enum class Target : std::uint8_t { Cpu, Cuda };
 enum class DType : std::uint8_t { F32, I32, BF16, F64, I64 };
 
 // The activation fused after a Linear, or applied on its own by an activation leaf.
-enum class Activation : std::uint8_t { Identity, ReLU, Tanh, Sigmoid, GeluTanh, GeluErf, SiLU };
+// PyTorch's functions of the same names: ELU with alpha 1, HardSwish x·relu6(x + 3)/6, Mish
+// x·tanh(softplus(x)).
+enum class Activation : std::uint8_t {
+  Identity, ReLU, Tanh, Sigmoid, GeluTanh, GeluErf, SiLU, Elu, HardSwish, Mish
+};
 
 // Whether a parameter-gradient kernel overwrites its accumulator or adds to it.
 enum class GradMode : std::uint8_t { Overwrite, Accumulate };
@@ -70,13 +74,17 @@ constexpr std::string_view to_string(Activation a) {
     case Activation::GeluTanh: return "gelu_tanh";
     case Activation::GeluErf: return "gelu";
     case Activation::SiLU: return "silu";
+    case Activation::Elu: return "elu";
+    case Activation::HardSwish: return "hardswish";
+    case Activation::Mish: return "mish";
   }
   return "?";
 }
 
 // True when the derivative of the activation needs its input (pre-activation), not only its output.
 constexpr bool activation_needs_input(Activation a) {
-  return a == Activation::GeluTanh || a == Activation::GeluErf || a == Activation::SiLU;
+  return a == Activation::GeluTanh || a == Activation::GeluErf || a == Activation::SiLU ||
+         a == Activation::HardSwish || a == Activation::Mish;
 }
 
 }  // namespace noeira

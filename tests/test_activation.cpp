@@ -32,6 +32,22 @@ TEST(Activation, SmoothLeavesMatchFiniteDifferences) {
   check_leaf<GELU<5>>(3);
   check_leaf<GELUExact<9>>(4);
   check_leaf<SiLU<11>>(5);
+  check_leaf<Mish<10>>(7);
+}
+
+TEST(Activation, KinkedLeavesMatchFiniteDifferencesAwayFromTheKinks) {
+  // ELU's second derivative jumps at 0, HardSwish's slope at ±3: inputs in [-2, 2] (HardSwish
+  // also scaled into [-4, 4]) rarely land within eps of them.
+  testing::GradCheckOptions o;
+  o.eps = 1e-3f;
+  o.atol = 2e-2;
+  check_leaf<ELU<12>>(8, o);
+  check_leaf<HardSwish<14>>(9, o);
+  for (std::int64_t rows : {3, 8}) {
+    HardSwish<5> m(kLeafInit);
+    gradcheck(m, random_input(rows, 5, 40 + static_cast<std::uint32_t>(rows), -4.0f, 4.0f), o,
+              10);
+  }
 }
 
 TEST(Activation, ReLUMatchesFiniteDifferencesAwayFromTheKink) {

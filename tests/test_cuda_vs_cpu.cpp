@@ -35,7 +35,8 @@ using testing::Tol;
 constexpr Activation kAllActivations[] = {Activation::Identity, Activation::ReLU,
                                           Activation::Tanh,     Activation::Sigmoid,
                                           Activation::GeluTanh, Activation::GeluErf,
-                                          Activation::SiLU};
+                                          Activation::SiLU,     Activation::Elu,
+                                          Activation::HardSwish, Activation::Mish};
 
 TEST(CudaVsCpu, RawMemoryRoundTrips) {
   NOEIRA_REQUIRE_GPU();

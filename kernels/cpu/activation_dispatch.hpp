@@ -20,6 +20,9 @@ void with_activation(Activation a, Body&& body) {
     case Activation::GeluTanh: return body(ActivationTag<Activation::GeluTanh>{});
     case Activation::GeluErf: return body(ActivationTag<Activation::GeluErf>{});
     case Activation::SiLU: return body(ActivationTag<Activation::SiLU>{});
+    case Activation::Elu: return body(ActivationTag<Activation::Elu>{});
+    case Activation::HardSwish: return body(ActivationTag<Activation::HardSwish>{});
+    case Activation::Mish: return body(ActivationTag<Activation::Mish>{});
   }
 }
 

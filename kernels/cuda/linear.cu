@@ -89,6 +89,9 @@ void linear_forward(Stream s, Activation a, float* y, float* pre, const float* x
     case Activation::Sigmoid:
     case Activation::GeluErf:
     case Activation::SiLU:
+    case Activation::Elu:
+    case Activation::HardSwish:
+    case Activation::Mish:
       // No cuBLASLt epilogue: GEMM + bias into pre (or straight into y), then the element-wise
       // activation from the shared math.
       g.epilogue = has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;

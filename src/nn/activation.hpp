@@ -60,5 +60,11 @@ template <std::int64_t D>
 using GELUExact = ActivationLeaf<D, Activation::GeluErf>;
 template <std::int64_t D>
 using SiLU = ActivationLeaf<D, Activation::SiLU>;
+template <std::int64_t D>
+using ELU = ActivationLeaf<D, Activation::Elu>;
+template <std::int64_t D>
+using HardSwish = ActivationLeaf<D, Activation::HardSwish>;
+template <std::int64_t D>
+using Mish = ActivationLeaf<D, Activation::Mish>;
 
 }  // namespace noeira
