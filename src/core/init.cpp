@@ -21,6 +21,12 @@ float normal_at(std::uint64_t key, std::uint64_t stream, std::uint64_t i, float 
   return mean + std * z;
 }
 
+// sin(i + 1), the Deterministic initializer's sequence, computed in double so that any reader
+// gets the same floats.
+float formula_at(std::uint64_t i) {
+  return static_cast<float>(std::sin(static_cast<double>(i) + 1.0));
+}
+
 float uniform_at(std::uint64_t key, std::uint64_t stream, std::uint64_t i, float bound) {
   const philox::Block b = philox::at(key, stream, i);
   return (2.0f * philox::to_unit_open(b.v[0]) - 1.0f) * bound;
@@ -77,6 +83,9 @@ Param Init::weight(std::string_view name, Shape shape, std::int64_t fan_in,
       case InitKind::Zero:
         host[i] = 0.0f;
         break;
+      case InitKind::Deterministic:
+        host[i] = std::sqrt(3.0f / fi) * formula_at(i);
+        break;
     }
   }
   p.val.copy_from(host);
@@ -96,7 +105,11 @@ Param Init::normal(std::string_view name, Shape shape, float mean, float std) co
   Param p(std::move(shape), target_, Decay::Apply);
   std::vector<float> host(static_cast<std::size_t>(p.numel()));
   const std::uint64_t stream = stream_of(name);
-  for (std::size_t i = 0; i < host.size(); ++i) host[i] = normal_at(spec_.seed, stream, i, mean, std);
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    host[i] = spec_.kind == InitKind::Deterministic
+                  ? mean + std * std::numbers::sqrt2_v<float> * formula_at(i)
+                  : normal_at(spec_.seed, stream, i, mean, std);
+  }
   p.val.copy_from(host);
   return p;
 }

@@ -17,6 +17,12 @@ enum class InitKind : std::uint8_t {
   XavierUniform,   // U(±sqrt(6/(fan_in+fan_out)))
   Normal,          // N(mean, std)
   Zero,
+  // A formula instead of random draws, for tests that rebuild a model elsewhere (numpy, PyTorch)
+  // without copying its weights: element i of a weight is sqrt(3 / fan_in) · sin(i + 1), of an
+  // embedding-style normal(mean, std) parameter mean + std · sqrt(2) · sin(i + 1) (the spreads
+  // of the random initializers they stand for); i counts in row-major order, seed and name play
+  // no part.
+  Deterministic,
 };
 
 struct InitSpec {
