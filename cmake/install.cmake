@@ -49,3 +49,8 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/noeiraConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/noeiraConfigVersion.cmake
         DESTINATION ${noeira_package_dir})
 
+# `noeira plot` runs scripts/plot_runs.py from share/noeira beside the binary's directory: the
+# installed bin/../share/noeira, or <build>/share/noeira in the build tree (copied here, again
+# whenever the script changes).
+configure_file(scripts/plot_runs.py ${CMAKE_CURRENT_BINARY_DIR}/share/noeira/plot_runs.py COPYONLY)
+install(PROGRAMS scripts/plot_runs.py DESTINATION ${CMAKE_INSTALL_DATADIR}/noeira)

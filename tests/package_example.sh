@@ -10,7 +10,7 @@ mkdir -p "$work"
 prefix=$work/prefix
 
 "$cmake" --install "$build" --prefix "$prefix" > "$work/install.log"
-for file in bin/noeira include/noeira/core/module.hpp \
+for file in bin/noeira share/noeira/plot_runs.py include/noeira/core/module.hpp \
             include/noeira/kernels/kernel_table.hpp include/noeira/train/trainer.hpp \
             lib/cmake/noeira/noeiraConfig.cmake lib/cmake/noeira/noeiraConfigVersion.cmake \
             lib/cmake/noeira/noeiraTargets.cmake lib/libnoeira_train.a; do
