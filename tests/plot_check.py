@@ -1,5 +1,6 @@
 """`noeira plot` end to end: train two tiny runs, plot them overlaid, decode the PNG and check its
-size; and the one-line errors for a missing run directory and a metrics file without records.
+size; and the one-line errors for a missing run directory, a metrics file without records and a
+Python without matplotlib.
 
     plot_check.py curves NOEIRA WORK_DIR
     plot_check.py errors NOEIRA WORK_DIR
@@ -26,8 +27,8 @@ def skip(message):
     sys.exit(77)
 
 
-def noeira(binary, *args):
-    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=240)
+def noeira(binary, *args, env=None):
+    done = subprocess.run([binary, *args], capture_output=True, text=True, timeout=240, env=env)
     sys.stdout.write(done.stdout)
     sys.stdout.write(done.stderr)
     return done
@@ -71,8 +72,8 @@ def check_curves(binary, work):
     print(f"ok: {png}, {WIDTH}x{HEIGHT}, decodes")
 
 
-def expect_one_line_error(binary, args, words):
-    done = noeira(binary, "plot", *args)
+def expect_one_line_error(binary, args, words, env=None):
+    done = noeira(binary, "plot", *args, env=env)
     lines = done.stderr.strip().splitlines()
     if done.returncode == 0:
         fail(f"noeira plot {' '.join(args)} succeeded")
@@ -91,9 +92,18 @@ def check_errors(binary, work):
     open(os.path.join(empty, "metrics.jsonl"), "w").close()
     expect_one_line_error(binary, [empty, "-o", out],
                           [os.path.join(empty, "metrics.jsonl"), "no records"])
+    # A matplotlib that cannot be imported (a package of that name that refuses, found first
+    # through PYTHONPATH, which the binary passes on to the script).
+    hidden = os.path.join(work, "no-matplotlib")
+    os.makedirs(os.path.join(hidden, "matplotlib"))
+    with open(os.path.join(hidden, "matplotlib", "__init__.py"), "w") as f:
+        f.write('raise ImportError("hidden by plot_check.py")\n')
+    expect_one_line_error(binary, [empty, "-o", out], ["needs matplotlib", "python3-matplotlib"],
+                          env=dict(os.environ, PYTHONPATH=hidden))
     if os.path.exists(out):
         fail(f"{out} was written by a failed plot")
-    print("ok: one-line errors for a missing run and a metrics file without records")
+    print("ok: one-line errors for a missing run, a metrics file without records and no "
+          "matplotlib")
 
 
 def main():
