@@ -1,6 +1,6 @@
-"""`noeira plot` end to end: train two tiny runs, plot them overlaid, decode the PNG and check its
-size; and the one-line errors for a missing run directory, a metrics file without records and a
-Python without matplotlib.
+"""`noeira plot` end to end: train two tiny classifier runs and a tiny language model, plot them
+overlaid, decode the PNG and check its size; and the one-line errors for a missing run
+directory, a metrics file without records and a Python without matplotlib.
 
     plot_check.py curves NOEIRA WORK_DIR
     plot_check.py errors NOEIRA WORK_DIR
@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+FORTUNES = "/usr/share/games/fortunes"  # noeira train --data text's default corpus
 WIDTH, HEIGHT = 900, 600
 
 
@@ -55,6 +56,18 @@ def check_curves(binary, work):
         if done.returncode != 0:
             fail(f"noeira train exited {done.returncode}")
         runs.append(run)
+    # A language model's records (eval periods, validation loss, tokens/s, no accuracy) beside
+    # the classifiers', where the default corpus is installed.
+    if os.path.isdir(FORTUNES):
+        run = os.path.join(work, "gpt-tiny")
+        done = noeira(binary, "train", "--data", "text", "--model", "gpt-tiny", "--steps", "20",
+                      "--eval-every", "10", "--eval-batches", "2", "--log-every", "5",
+                      "--threads", "1", "--out", run)
+        if done.returncode != 0:
+            fail(f"noeira train --data text exited {done.returncode}")
+        runs.append(run)
+    else:
+        print(f"note: no text corpus at {FORTUNES}: classifier runs only")
     png = os.path.join(work, "curves.png")
     done = noeira(binary, "plot", *runs, "-o", png, "--width", str(WIDTH), "--height",
                   str(HEIGHT))
