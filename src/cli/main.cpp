@@ -17,6 +17,7 @@
 
 #include "cli/bounds.hpp"
 #include "cli/options.hpp"
+#include "cli/plot.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/residency.hpp"
 #include "train/presets.hpp"
@@ -133,6 +134,8 @@ int main(int argc, char** argv) {
   add_eval_command(app, eval);
   noeira::GenerateConfig generate;
   add_generate_command(app, generate);
+  PlotOptions plot;
+  add_plot_command(app, plot);
   std::string inspect_path;
   CLI::App* inspect = app.add_subcommand("inspect", "Print what a checkpoint holds");
   inspect->add_option("path", inspect_path,
@@ -186,6 +189,7 @@ int main(int argc, char** argv) {
     if (eval.app->parsed()) return eval_main(eval);
     if (inspect->parsed()) return inspect_main(inspect_path);
     if (app.got_subcommand("generate")) return generate_main(generate);
+    if (app.got_subcommand("plot")) return plot_main(plot);
   } catch (const noeira::AgreedError& e) {
     // Every rank raised it together, so nobody waits: rank 0 says it once, and every rank ends
     // normally (MPI_Finalize in ~MpiRuntime) instead of racing the others to MPI_Abort.
