@@ -43,7 +43,9 @@ expect "$work/cnn.attrs" "input_std=[0.353]"
 expect "$work/cnn.attrs" "data=fashion-mnist"
 expect "$work/cnn.attrs" "parameters=421738"
 
-printf 'to be or not to be, that is the question\n' >"$work/corpus.txt"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
+  echo "to be or not to be, that is the question $i"
+done >"$work/corpus.txt"
 "$noeira" train --model gpt-tiny --data text --text-file "$work/corpus.txt" --steps 2 \
   --eval-every 2 --eval-batches 1 --batch 2 --threads 1 --out "$work/gpt" </dev/null >/dev/null
 attributes "$work/gpt/model.h5" >"$work/gpt.attrs"
