@@ -30,6 +30,19 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
     if (model != labels.end()) stored = model->second;
     const auto vocabulary = labels.find("vocabulary");
     if (vocabulary != labels.end()) saved.vocabulary_ = vocabulary->second;
+  } else if (io::is_safetensors_path(cfg.params)) {
+    saved.params_ = cfg.params;
+    saved.names_ = cfg.names;
+    saved.safetensors_.emplace(io::SafetensorsFile::open(cfg.params));
+    const auto& metadata = saved.safetensors_->metadata();
+    const auto model = metadata.find("model");
+    if (model == metadata.end() && cfg.model.empty()) {
+      throw InputError(detail::concat(cfg.params, ": the file names no model (not written by "
+                                                  "noeira export?); pass --model"));
+    }
+    if (model != metadata.end()) stored = model->second;
+    const auto vocabulary = metadata.find("vocabulary");
+    if (vocabulary != metadata.end()) saved.vocabulary_ = vocabulary->second;
   } else {
     saved.params_ = cfg.params;
     stored = io::read_params_model(cfg.params);

@@ -1,6 +1,6 @@
 #pragma once
 // A trained model as `noeira eval` and `noeira generate` read it: from a parameters file
-// (<out>/model.h5) or from a checkpoint (its parameter values, whatever world size and policy
+// (<out>/model.h5, or a .safetensors: train/weights_file.hpp) or from a checkpoint (its parameter values, whatever world size and policy
 // wrote it), with the preset it names and, for a language model, its vocabulary.
 #include <filesystem>
 #include <map>
@@ -16,6 +16,7 @@
 #include "train/checkpointing.hpp"
 #include "train/config.hpp"
 #include "train/model_buffers.hpp"
+#include "train/weights_file.hpp"
 
 namespace noeira {
 
@@ -24,7 +25,8 @@ std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg);
 
 class SavedModel {
  public:
-  // cfg.params (a model.h5) or cfg.eval_checkpoint (a checkpoint): exactly one of them.
+  // cfg.params (a model.h5 or a .safetensors, read through the map cfg.names) or
+  // cfg.eval_checkpoint (a checkpoint): exactly one of them.
   static SavedModel open(const TrainConfig& cfg);
 
   // The preset: cfg.model when given, else the one the file names.
@@ -41,6 +43,8 @@ class SavedModel {
  private:
   std::filesystem::path params_;
   std::optional<io::CheckpointReader> checkpoint_;
+  std::optional<io::SafetensorsFile> safetensors_;
+  std::string names_;  // the name map asked for (empty: the file's)
   std::string model_;
   std::string vocabulary_;
   NonFinite non_finite_ = NonFinite::Refuse;
@@ -51,6 +55,12 @@ void SavedModel::load_into(M& model) {
   std::vector<io::NamedParam> params;
   for_each_param(model, [&](const std::string& name, Param& p) { params.push_back({name, &p}); });
   const dist::WalkUnits walk = dist::walk_units(model);
+  if (safetensors_) {
+    load_weights_safetensors(*safetensors_, model_,
+                             reading_name_map(*safetensors_, names_, model_, walk), walk,
+                             non_finite_);
+    return;
+  }
   if (!checkpoint_) {
     io::load_params(params_, model_, params, non_finite_, named_buffers(walk));
     return;
