@@ -42,3 +42,12 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                        "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
                        TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
+
+# safetensors export, eval and --init-from through the binary (tests/cli_safetensors.sh).
+if(TARGET noeira)
+  add_test(NAME cli_safetensors
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_safetensors.sh $<TARGET_FILE:noeira>
+                   ${CMAKE_CURRENT_BINARY_DIR}/cli_safetensors)
+  set_tests_properties(cli_safetensors PROPERTIES
+                       ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

@@ -1,0 +1,43 @@
+#include "train/export.hpp"
+
+#include <filesystem>
+
+#include "kernels/error.hpp"
+#include "train/presets.hpp"
+#include "train/run_data.hpp"
+#include "train/saved_model.hpp"
+#include "train/weights_file.hpp"
+
+namespace noeira {
+
+ExportResult run_export(const ExportConfig& e) {
+  if (e.format != "safetensors") {
+    throw_unknown_name("export format", e.format, "safetensors");
+  }
+  const std::filesystem::path out = e.out;
+  if (!io::is_safetensors_path(out)) {
+    throw InputError(detail::concat("-o ", e.out, ": a safetensors file is named <name>.safetensors"));
+  }
+  const NameScheme scheme = kNameSchemeNames.parse(e.names);
+  TrainConfig cfg;
+  cfg.params = e.params;
+  cfg.eval_checkpoint = e.checkpoint;
+  cfg.model = e.model;
+  cfg.names = e.source_names;
+  cfg.allow_non_finite = e.allow_non_finite;
+  SavedModel saved = SavedModel::open(cfg);
+  // Before the model is read: a preset without the map is the first thing to say.
+  const NameMap names = NameMap::for_preset(scheme, saved.model());
+  return with_preset(saved.model(), [&]<class M>(std::type_identity<M>) {
+    M model(model_init<M>(cfg, Target::Cpu));
+    saved.load_into(model);
+    const dist::WalkUnits walk = dist::walk_units(model);
+    std::map<std::string, std::string> attributes;
+    if (!saved.vocabulary().empty()) attributes["vocabulary"] = saved.vocabulary();
+    save_weights_safetensors(out, saved.model(), names, walk, attributes, non_finite_policy(cfg));
+    return ExportResult{saved.model(),
+                        static_cast<std::int64_t>(walk.params.size() + walk.buffers.size())};
+  });
+}
+
+}  // namespace noeira
