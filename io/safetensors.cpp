@@ -201,7 +201,9 @@ void save_safetensors(const std::filesystem::path& file, const std::vector<StTen
   }
   std::error_code ec;
   std::filesystem::rename(tmp, file, ec);
-  if (ec) fail(file, detail::concat("cannot move the written file into place (", ec.message(), ")"));
+  if (ec) {
+    fail(file, detail::concat("cannot move the written file into place (", ec.message(), ")"));
+  }
 }
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& file) {
@@ -218,8 +220,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& file) {
   std::uint64_t length = 0;
   in.read(reinterpret_cast<char*>(&length), sizeof length);
   if (length > kSafetensorsMaxHeader) {
-    fail(file, detail::concat("not a safetensors file: header length ", length, " exceeds the cap of ",
-                              kSafetensorsMaxHeader, " bytes"));
+    fail(file, detail::concat("not a safetensors file: header length ", length,
+                              " exceeds the cap of ", kSafetensorsMaxHeader, " bytes"));
   }
   if (length > file_size - 8) {
     fail(file, detail::concat("truncated: header length ", length, " but only ", file_size - 8,

@@ -9,7 +9,7 @@
 #  - a GPT's export keeps its vocabulary: eval of the PyTorch-named file needs no corpus
 #    tokenizer flag and gives model.h5's validation loss;
 #  - errors are one line naming what is wrong: an output name without .safetensors, another
-#    preset, an unknown extension, a truncated file.
+#    preset, an unknown extension, a truncated file; --help names every flag.
 # Usage: cli_safetensors.sh NOEIRA WORKDIR. Exit 77: skipped.
 set -e
 noeira=$1 work=$2
@@ -24,7 +24,9 @@ common="--limit-test 100 --threads 1 --log-format json"
 field() { sed "s/.*\"$1\":\([^,}]*\).*/\1/"; }
 want=$("$noeira" eval --params "$work/run/model.h5" $common </dev/null)
 for f in noeira torch; do
-  got=$("$noeira" eval --params "$work/$f.safetensors" $common </dev/null)
+  # The run's config.json given back (its empty --names included) changes nothing.
+  got=$("$noeira" eval --config "$work/run/config.json" --params "$work/$f.safetensors" $common \
+    </dev/null)
   for key in test_accuracy test_loss; do
     [ "$(echo "$got" | field $key)" = "$(echo "$want" | field $key)" ] ||
       { echo "FAIL: eval of $f.safetensors: $got, of model.h5: $want"; exit 1; }
@@ -60,6 +62,11 @@ expect_error "unknown weights file extension '.pt'" \
 head -c 100 "$work/torch.safetensors" >"$work/cut.safetensors"
 expect_error "cut.safetensors: truncated" "$noeira" eval --params "$work/cut.safetensors" $common
 echo "errors name what is wrong"
+for flag in --params --checkpoint --model --format --names --source-names --out --allow-non-finite
+do
+  "$noeira" export --help | grep -q -- "$flag" || { echo "FAIL: export --help lacks $flag"; exit 1; }
+done
+"$noeira" train --help | grep -q -- "--init-from" || { echo "FAIL: no --init-from in help"; exit 1; }
 
 if [ -d /usr/share/games/fortunes ]; then
   text="--data text --model gpt-tiny --eval-batches 2 --batch 6 --threads 1 --log-format json"
@@ -68,6 +75,7 @@ if [ -d /usr/share/games/fortunes ]; then
     </dev/null >/dev/null
   want=$("$noeira" eval $text --params "$work/gpt/model.h5" </dev/null | field val_loss)
   got=$("$noeira" eval $text --params "$work/gpt.safetensors" </dev/null | field val_loss)
-  [ "$got" = "$want" ] || { echo "FAIL: eval of the GPT's export: $got, of model.h5: $want"; exit 1; }
+  [ "$got" = "$want" ] ||
+    { echo "FAIL: eval of the GPT's export: $got, of model.h5: $want"; exit 1; }
   echo "a GPT's export (GPT-2 names, its vocabulary) evaluates as model.h5"
 fi

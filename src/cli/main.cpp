@@ -165,13 +165,13 @@ int main(int argc, char** argv) {
   add_eval_command(app, eval);
   noeira::GenerateConfig generate;
   add_generate_command(app, generate);
-  noeira::ExportConfig export_config;
-  add_export_command(app, export_config);
   std::string inspect_path;
   CLI::App* inspect = app.add_subcommand("inspect", "Print what a checkpoint holds");
   inspect->add_option("path", inspect_path,
                       "A checkpoint directory (its latest), a step directory or a latest file")
       ->required();
+  noeira::ExportConfig export_config;
+  add_export_command(app, export_config);
   train.sibling = eval.app;
   eval.sibling = train.app;
   // CLI11 would call a misspelt subcommand a missing one ("A subcommand is required").

@@ -53,6 +53,20 @@ std::string preset_list() {
   return s;
 }
 
+// A name map (train/name_map.hpp), or empty for the one the file names: config.json records the
+// empty default, and a run given that file back must accept it.
+CLI::Validator name_map_or_empty() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (value.empty()) return {};
+        for (const std::string& name : kNameSchemeNames.names()) {
+          if (name == value) return {};
+        }
+        return shown_argument(value) + " is not one of " + kNameSchemeNames.joined();
+      },
+      "{" + kNameSchemeNames.joined() + "} or empty");
+}
+
 // Options shared by train and eval.
 void add_common_options(Command& c) {
   CLI::App& a = *c.app;
@@ -86,7 +100,7 @@ void add_common_options(Command& c) {
   a.add_option("--names", t.names,
                "Name map of a .safetensors read (--init-from, --params): noeira or pytorch "
                "(empty: the one the file's metadata names, else what its tensor names show)")
-      ->check(CLI::IsMember(kNameSchemeNames.names()));
+      ->check(name_map_or_empty());
   a.add_flag("--allow-non-finite", t.allow_non_finite,
              "Save and load parameters that hold NaN or infinity (refused by default)");
   a.add_option("--log-format", c.log_format,

@@ -16,7 +16,8 @@ ExportResult run_export(const ExportConfig& e) {
   }
   const std::filesystem::path out = e.out;
   if (!io::is_safetensors_path(out)) {
-    throw InputError(detail::concat("-o ", e.out, ": a safetensors file is named <name>.safetensors"));
+    throw InputError(
+        detail::concat("-o ", e.out, ": a safetensors file is named <name>.safetensors"));
   }
   const NameScheme scheme = kNameSchemeNames.parse(e.names);
   TrainConfig cfg;

@@ -1,7 +1,8 @@
 #pragma once
 // A trained model as `noeira eval` and `noeira generate` read it: from a parameters file
-// (<out>/model.h5, or a .safetensors: train/weights_file.hpp) or from a checkpoint (its parameter values, whatever world size and policy
-// wrote it), with the preset it names and, for a language model, its vocabulary.
+// (<out>/model.h5, or a .safetensors: train/weights_file.hpp) or from a checkpoint (its parameter
+// values, whatever world size and policy wrote it), with the preset it names and, for a language
+// model, its vocabulary.
 #include <filesystem>
 #include <map>
 #include <optional>

@@ -71,8 +71,8 @@ void save_weights_safetensors(const std::filesystem::path& file, std::string_vie
   for (const WalkTensor& t : tensors) {
     const ForeignName f = names.map(*t.name);
     std::vector<float> v = t.tensor->to_vector();
-    refuse_non_finite(v, non_finite, detail::concat(file.string(), ": ", t.kind, " '", *t.name, "'"),
-                      "save");
+    refuse_non_finite(v, non_finite,
+                      detail::concat(file.string(), ": ", t.kind, " '", *t.name, "'"), "save");
     if (f.transposed) v = transposed(v, t.tensor->shape()[0], t.tensor->shape()[1]);
     values.push_back(std::move(v));
     const bool as_integer = f.counter && names.scheme() == NameScheme::Pytorch;
@@ -96,7 +96,9 @@ NameMap reading_name_map(const io::SafetensorsFile& file, std::string_view reque
   }
   // The MLPs' first layer is "0.weight" under both maps: only all of the walk's names tell.
   bool own_names = true;
-  for (const dist::WalkParam& p : walk.params) own_names = own_names && file.find(p.name) != nullptr;
+  for (const dist::WalkParam& p : walk.params) {
+    own_names = own_names && file.find(p.name) != nullptr;
+  }
   return NameMap::for_preset(own_names ? NameScheme::Noeira : NameScheme::Pytorch, model);
 }
 
@@ -153,7 +155,8 @@ void load_weights_file(const std::filesystem::path& file, std::string_view model
   }
   if (file.extension() == ".h5") {
     if (!requested.empty() && requested != "noeira") {
-      throw InputError(detail::concat(file.string(), ": a model.h5 has noeira's names only, not --names ",
+      throw InputError(detail::concat(file.string(),
+                                      ": a model.h5 has noeira's names only, not --names ",
                                       requested));
     }
     std::vector<io::NamedParam> params;
