@@ -2,7 +2,8 @@
 // reader widens PyTorch's other float types exactly, and every hostile header (a truncated file,
 // a huge header length, offsets out of range, overlapping or leaving gaps, a shape that does not
 // match its bytes, an unknown dtype, bad JSON) is a one-line InputError naming the file and the
-// tensor, before anything large is allocated.
+// tensor, before anything large is allocated; so is every truncation of a good file, and a
+// changed header byte is either read or such an error.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -205,6 +206,48 @@ TEST(Safetensors, EveryHostileHeaderIsAOneLineError) {
 
   expect_input_error([&] { (void)io::SafetensorsFile::open(dir / "absent.safetensors"); },
                      {"absent.safetensors"});
+}
+
+// Opens and reads a possibly damaged file: an InputError is fine, any other exception is not.
+void open_and_read(const std::filesystem::path& file, const std::string& what) {
+  try {
+    const io::SafetensorsFile st = io::SafetensorsFile::open(file);
+    for (const io::StEntry& e : st.entries()) (void)st.read_counter(e);
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << what << ": " << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": not an InputError: " << e.what();
+  }
+}
+
+TEST(Safetensors, EveryTruncationAndHeaderByteChangeFailsCleanly) {
+  testing::TempDir dir;
+  const std::filesystem::path good = dir / "good.safetensors";
+  const std::vector<float> w = {1, 2, 3, 4, 5, 6}, c = {3};
+  io::save_safetensors(good, {{"w", {2, 3}, w}, {"n", {}, c, io::StDtype::I64}}, {{"k", "v"}});
+  std::vector<char> bytes(std::filesystem::file_size(good));
+  std::ifstream(good, std::ios::binary)
+      .read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::uint64_t length = 0;
+  std::memcpy(&length, bytes.data(), 8);
+  const std::filesystem::path bad = dir / "bad.safetensors";
+  auto write = [&](const std::vector<char>& b) {
+    std::ofstream(bad, std::ios::binary | std::ios::trunc)
+        .write(b.data(), static_cast<std::streamsize>(b.size()));
+  };
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    write(std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n)));
+    expect_input_error([&] { (void)io::SafetensorsFile::open(bad); }, {bad.string()});
+  }
+  // Every byte of the length and the header, replaced by a few values that break it differently.
+  for (std::size_t i = 0; i < 8 + length; ++i) {
+    for (const char v : {'\0', '9', '"', ']', '-', '\xff'}) {
+      std::vector<char> changed = bytes;
+      changed[i] = v;
+      write(changed);
+      open_and_read(bad, "byte " + std::to_string(i) + " = " + std::to_string(int{v}));
+    }
+  }
 }
 
 TEST(Safetensors, WriterRefusesBadTensorsAndLeavesNothing) {
