@@ -53,3 +53,12 @@ if(TARGET noeira AND NOEIRA_PYTHON3)
   set_tests_properties(cli_model_h5_self_describing PROPERTIES
                        ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE" TIMEOUT 120 SKIP_RETURN_CODE 77)
 endif()
+
+# safetensors export, eval and --init-from through the binary (tests/cli_safetensors.sh).
+if(TARGET noeira)
+  add_test(NAME cli_safetensors
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_safetensors.sh $<TARGET_FILE:noeira>
+                   ${CMAKE_CURRENT_BINARY_DIR}/cli_safetensors)
+  set_tests_properties(cli_safetensors PROPERTIES
+                       ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE" TIMEOUT 120 SKIP_RETURN_CODE 77)
+endif()

@@ -2,7 +2,7 @@
 # model.h5 describes itself (train/model_description.hpp): examples/read_model_h5.py, with h5py
 # and numpy and no noeira code, prepares the test images from the file's attributes alone and
 # gets the accuracy `noeira eval` reports. It also checks the attributes of a CNN's and a GPT's
-# file. Usage: cli_model_h5.sh NOEIRA PYTHON EXAMPLE WORKDIR. Exit 77: skipped.
+# file, and the metadata of a safetensors export. Usage: cli_model_h5.sh NOEIRA PYTHON EXAMPLE WORKDIR. Exit 77: skipped.
 set -e
 noeira=$1 python=$2 example=$3 work=$4
 . "$(dirname "$0")/fashion_mnist_work.sh"
@@ -22,6 +22,19 @@ echo "$got" | grep -q "labels: T-shirt/top, Trouser, Pullover" ||
   { echo "FAIL: no Fashion-MNIST label names"; exit 1; }
 raw=$("$python" "$example" "$work/mlp/model.h5" --limit 500 --raw)
 echo "without the stored normalization: $raw"
+
+# An export carries the same description in its safetensors metadata.
+"$noeira" export --params "$work/mlp/model.h5" --format safetensors --names pytorch \
+  -o "$work/mlp.safetensors" </dev/null >/dev/null
+"$python" - "$work/mlp.safetensors" <<'PY' || { echo "FAIL: the export lacks the description"; exit 1; }
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    meta = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
+assert json.loads(meta["input_mean"]) == [0.286], meta
+assert json.loads(meta["labels"])[0] == "T-shirt/top", meta
+assert meta["data"] == "fashion-mnist" and meta["model"] == "mlp", meta
+PY
+echo "the safetensors export carries the same description"
 
 attributes() {
   "$python" - "$1" <<'PY'

@@ -1,5 +1,5 @@
-// The noeira command line: `noeira train` and `noeira eval` (more subcommands come with later
-// issues: each is an add_*_command function and a branch in main).
+// The noeira command line: `noeira train`, `eval`, `generate`, `export` and `inspect` (each is an
+// add_*_command function and a branch in main).
 //
 // Every failure ends as one line on stderr, "noeira: error: ...", and a non-zero exit: 2 for a
 // command-line mistake, 1 for anything found while running (a missing file, a bad value).
@@ -25,7 +25,9 @@
 #include "kernels/cpu/blas_core.hpp"
 #include "kernels/error.hpp"
 #include "train/dataset.hpp"
+#include "train/export.hpp"
 #include "train/generate.hpp"
+#include "train/name_map.hpp"
 #include "train/run.hpp"
 #include "train/stop_signal.hpp"
 
@@ -85,6 +87,36 @@ void add_generate_command(CLI::App& app, GenerateConfig& g) {
   a->add_option("--device", g.device, "cpu or cuda")->check(CLI::IsMember(kDeviceNames.names()));
 }
 
+void add_export_command(CLI::App& app, ExportConfig& e) {
+  CLI::App* a = app.add_subcommand(
+      "export", "Write saved parameters as a safetensors file, under noeira's names or the "
+                "PyTorch model's (docs/interop.md)");
+  a->option_defaults()->always_capture_default();
+  a->add_option("--params", e.params, "Parameters file: <out>/model.h5, or a .safetensors");
+  a->add_option("--checkpoint", e.checkpoint, "Or a checkpoint (directory, its latest)");
+  a->add_option("--model", e.model, "Model preset (empty: the one the source names)");
+  a->add_option("--format", e.format, "Format of the written file")
+      ->check(CLI::IsMember({"safetensors"}));
+  a->add_option("--names", e.names,
+                "Tensor names of the written file: noeira (the parameter walk's) or pytorch "
+                "(torch.nn.Sequential for the MLPs, Hugging Face GPT-2 for the GPTs, "
+                "torchvision for the ResNets)")
+      ->check(CLI::IsMember(kNameSchemeNames.names()));
+  a->add_option("--source-names", e.source_names,
+                "Name map of a .safetensors source (empty: the one its metadata names)")
+      ->check(CLI::IsMember(kNameSchemeNames.names()));
+  a->add_option("-o,--out", e.out, "The file to write, <name>.safetensors")->required();
+  a->add_flag("--allow-non-finite", e.allow_non_finite,
+              "Read and write parameters that hold NaN or infinity (refused by default)");
+}
+
+int export_main(const ExportConfig& e) {
+  const ExportResult r = run_export(e);
+  std::printf("exported %s (%lld tensors, --names %s) to %s\n", r.model.c_str(),
+              static_cast<long long>(r.tensors), e.names.c_str(), e.out.c_str());
+  return 0;
+}
+
 int inspect_main(const std::string& path) {
   noeira::io::print_checkpoint_summary(std::cout, path);
   return 0;
@@ -141,6 +173,8 @@ int main(int argc, char** argv) {
   inspect->add_option("path", inspect_path,
                       "A checkpoint directory (its latest), a step directory or a latest file")
       ->required();
+  noeira::ExportConfig export_config;
+  add_export_command(app, export_config);
   train.sibling = eval.app;
   eval.sibling = train.app;
   // CLI11 would call a misspelt subcommand a missing one ("A subcommand is required").
@@ -190,6 +224,7 @@ int main(int argc, char** argv) {
     if (inspect->parsed()) return inspect_main(inspect_path);
     if (app.got_subcommand("generate")) return generate_main(generate);
     if (app.got_subcommand("plot")) return plot_main(plot);
+    if (app.got_subcommand("export")) return export_main(export_config);
   } catch (const noeira::AgreedError& e) {
     // Every rank raised it together, so nobody waits: rank 0 says it once, and every rank ends
     // normally (MPI_Finalize in ~MpiRuntime) instead of racing the others to MPI_Abort.

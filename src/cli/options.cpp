@@ -15,6 +15,7 @@
 #include "train/augment.hpp"
 #include "train/dataset.hpp"
 #include "train/presets.hpp"
+#include "train/name_map.hpp"
 #include "train/tokenizer.hpp"
 
 namespace noeira::cli {
@@ -52,6 +53,20 @@ std::string preset_list() {
   return s;
 }
 
+// A name map (train/name_map.hpp), or empty for the one the file names: config.json records the
+// empty default, and a run given that file back must accept it.
+CLI::Validator name_map_or_empty() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        if (value.empty()) return {};
+        for (const std::string& name : kNameSchemeNames.names()) {
+          if (name == value) return {};
+        }
+        return shown_argument(value) + " is not one of " + kNameSchemeNames.joined();
+      },
+      "{" + kNameSchemeNames.joined() + "} or empty");
+}
+
 // Options shared by train and eval.
 void add_common_options(Command& c) {
   CLI::App& a = *c.app;
@@ -82,6 +97,10 @@ void add_common_options(Command& c) {
       ->check(CLI::IsMember(kDeviceNames.names()));
   a.add_flag("--allow-tf32", t.allow_tf32,
              "cuda: TF32 tensor cores for matrix products (faster, 10-bit mantissa inputs)");
+  a.add_option("--names", t.names,
+               "Name map of a .safetensors read (--init-from, --params): noeira or pytorch "
+               "(empty: the one the file's metadata names, else what its tensor names show)")
+      ->check(name_map_or_empty());
   a.add_flag("--allow-non-finite", t.allow_non_finite,
              "Save and load parameters that hold NaN or infinity (refused by default)");
   a.add_option("--log-format", c.log_format,
@@ -237,6 +256,10 @@ void add_train_command(CLI::App& app, Command& c) {
       ->check(whole_in(0, kMaxSteps));
   a.add_option("--keep-last", t.keep_last, "Checkpoints kept (0: all)")
       ->check(whole_in(0, kMaxRows));
+  a.add_option("--init-from", t.init_from,
+               "Start from these weights instead of the initializer: a .safetensors (noeira "
+               "export's, or PyTorch's under --names pytorch) or a model.h5 of the same preset; "
+               "every name and shape is checked");
   a.add_option("--resume", t.resume,
                "Continue from a checkpoint: latest (of --checkpoint-dir) or a path; any number "
                "of ranks and any policy");
@@ -251,7 +274,9 @@ void add_eval_command(CLI::App& app, Command& c) {
   TrainConfig& t = c.config;
   t.model.clear();  // eval: the model the parameters file names
   a.option_defaults()->always_capture_default();
-  a.add_option("--params", t.params, "Parameters file written by train (<out>/model.h5)");
+  a.add_option("--params", t.params,
+               "Parameters file: <out>/model.h5 written by train, or a .safetensors (noeira "
+               "export's, or PyTorch's with --model and --names pytorch)");
   a.add_option("--checkpoint", t.eval_checkpoint,
                "Or a checkpoint: a checkpoint directory (its latest), a step directory");
   a.add_option("--model", t.model, "Model preset (empty: the one the parameters file names)");

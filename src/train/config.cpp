@@ -31,6 +31,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"report-memory", c.report_memory},
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
       {"keep-last", c.keep_last},
+      {"init-from", c.init_from}, {"names", c.names},
   };
   // Only the options of the run's task, so that the file given back with --config names none
   // that the task refuses.

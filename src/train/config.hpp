@@ -66,6 +66,11 @@ struct TrainConfig {
   std::int64_t log_every = 100;          // steps between step records (0 = only epochs)
   std::string params;                    // eval: the parameters file to evaluate
   std::string eval_checkpoint;           // eval: or a checkpoint (its parameter values)
+  // train: start from these weights (a .safetensors or a model.h5) instead of the initializer.
+  std::string init_from;
+  // Reading a .safetensors: the name map its tensors follow (train/name_map.hpp): noeira,
+  // pytorch, or empty for the one the file's metadata names (else what its names show).
+  std::string names;
   // Distributed training (issue 4). Under an MPI launcher the ranks are the MPI processes;
   // otherwise sim_ranks threads of this process (0 = one rank, no simulation).
   std::string policy = "ddp";            // ddp | zero1 | zero2 | zero3

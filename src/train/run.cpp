@@ -30,6 +30,7 @@
 #include "train/presets.hpp"
 #include "train/run_data.hpp"
 #include "train/saved_model.hpp"
+#include "train/weights_file.hpp"
 
 namespace noeira {
 
@@ -120,6 +121,11 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
   Context ctx = Context::for_target(group.buffer_target(), stream.get());
   ctx.seed = cfg.seed;
   M model(model_init<M>(cfg, ctx.target));
+  // Weights to start from replace the initializer's before the policy takes the parameters.
+  if (!cfg.init_from.empty()) {
+    load_weights_file(cfg.init_from, cfg.model, cfg.names, dist::walk_units(model),
+                      non_finite_policy(cfg));
+  }
   dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group, ctx,
                               policy_options(cfg));
   // Identical seeds are not enough for identical replicas: rank 0's values win.
@@ -262,6 +268,10 @@ TrainOutcome run_train(const TrainConfig& given) {
   (void)optimizer_config(cfg);
   (void)parse_schedule_kind(cfg.schedule);
   (void)dist::parse_policy(cfg.policy);
+  if (!cfg.init_from.empty() && !cfg.resume.empty()) {
+    throw InputError("--init-from and --resume: a resumed run continues its own weights; give one");
+  }
+  if (!cfg.names.empty()) (void)kNameSchemeNames.parse(cfg.names);
   const Target target = run_target(cfg);
   const bool mpi = dist::MpiRuntime::launched_by_mpi();
   if (mpi && cfg.sim_ranks > 0) {
@@ -286,6 +296,12 @@ TrainOutcome run_train(const TrainConfig& given) {
         throw InputError(detail::concat("--batchnorm local: model '", cfg.model,
                                         "' has no batch normalization"));
       }
+    }
+    if (!cfg.init_from.empty()) {
+      // A file that does not fit the model fails now, not after the (slow) data load.
+      M probe(model_init<M>(cfg, Target::Cpu));
+      load_weights_file(cfg.init_from, cfg.model, cfg.names, dist::walk_units(probe),
+                        non_finite_policy(cfg));
     }
     if (mpi) select_rank_device(target);
     const auto run = [&] {

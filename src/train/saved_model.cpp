@@ -12,23 +12,36 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
   }
   SavedModel saved;
   saved.non_finite_ = non_finite_policy(cfg);
-  std::string stored;
+  // What the source says of itself: a checkpoint's labels, a safetensors file's metadata,
+  // model.h5's attributes.
+  std::map<std::string, std::string> said;
+  std::string nameless;  // what to say when it names no model
   if (from_checkpoint) {
     saved.checkpoint_.emplace(io::CheckpointReader::open(cfg.eval_checkpoint));
-    const auto& labels = saved.checkpoint_->meta().labels;
-    const auto model = labels.find("model");
-    if (model == labels.end() && cfg.model.empty()) {
-      throw InputError(detail::concat(saved.checkpoint_->dir().string(),
-                                      ": the checkpoint names no model; pass --model"));
-    }
-    if (model != labels.end()) stored = model->second;
-    const auto vocabulary = labels.find("vocabulary");
-    if (vocabulary != labels.end()) saved.vocabulary_ = vocabulary->second;
+    said = saved.checkpoint_->meta().labels;
+    nameless = detail::concat(saved.checkpoint_->dir().string(), ": the checkpoint names no model");
+  } else if (io::is_safetensors_path(cfg.params)) {
+    saved.params_ = cfg.params;
+    saved.names_ = cfg.names;
+    saved.safetensors_.emplace(io::SafetensorsFile::open(cfg.params));
+    said = saved.safetensors_->metadata();
+    nameless = detail::concat(cfg.params, ": the file names no model (not written by noeira "
+                                          "export?)");
   } else {
     saved.params_ = cfg.params;
-    stored = io::read_params_model(cfg.params);
-    saved.vocabulary_ = io::read_params_attribute(cfg.params, "vocabulary").value_or("");
+    said["model"] = io::read_params_model(cfg.params);
+    for (const char* key : {"vocabulary", "data"}) {
+      if (auto value = io::read_params_attribute(cfg.params, key)) said[key] = *value;
+    }
   }
+  auto told = [&](const char* key) {
+    const auto it = said.find(key);
+    return it == said.end() ? std::string() : it->second;
+  };
+  const std::string stored = told("model");
+  if (stored.empty() && cfg.model.empty()) throw InputError(nameless + "; pass --model");
+  saved.vocabulary_ = told("vocabulary");
+  saved.data_ = told("data");
   saved.model_ = cfg.model.empty() ? stored : cfg.model;
   return saved;
 }

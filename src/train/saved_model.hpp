@@ -1,7 +1,8 @@
 #pragma once
 // A trained model as `noeira eval` and `noeira generate` read it: from a parameters file
-// (<out>/model.h5) or from a checkpoint (its parameter values, whatever world size and policy
-// wrote it), with the preset it names and, for a language model, its vocabulary.
+// (<out>/model.h5, or a .safetensors: train/weights_file.hpp) or from a checkpoint (its parameter
+// values, whatever world size and policy wrote it), with the preset it names and, for a language
+// model, its vocabulary.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -16,18 +17,23 @@
 #include "train/checkpointing.hpp"
 #include "train/config.hpp"
 #include "train/model_buffers.hpp"
+#include "train/weights_file.hpp"
 
 namespace noeira {
 
 class SavedModel {
  public:
-  // cfg.params (a model.h5) or cfg.eval_checkpoint (a checkpoint): exactly one of them.
+  // cfg.params (a model.h5 or a .safetensors, read through the map cfg.names) or
+  // cfg.eval_checkpoint (a checkpoint): exactly one of them.
   static SavedModel open(const TrainConfig& cfg);
 
   // The preset: cfg.model when given, else the one the file names.
   const std::string& model() const { return model_; }
   // The stored vocabulary (Tokenizer::to_text), empty for a classifier.
   const std::string& vocabulary() const { return vocabulary_; }
+  // The data set it was trained on ("fashion-mnist", "text"), empty where the file does not say
+  // (a file written by PyTorch, a model.h5 of an older noeira).
+  const std::string& data() const { return data_; }
   std::string source() const;  // the path, for messages
 
   // Fills a freshly built model of the preset with the stored values (names and shapes checked;
@@ -38,14 +44,23 @@ class SavedModel {
  private:
   std::filesystem::path params_;
   std::optional<io::CheckpointReader> checkpoint_;
+  std::optional<io::SafetensorsFile> safetensors_;
+  std::string names_;  // the name map asked for (empty: the file's)
   std::string model_;
   std::string vocabulary_;
+  std::string data_;
   NonFinite non_finite_ = NonFinite::Refuse;
 };
 
 template <Module M>
 void SavedModel::load_into(M& model) {
   const dist::WalkUnits walk = dist::walk_units(model);
+  if (safetensors_) {
+    load_weights_safetensors(*safetensors_, model_,
+                             reading_name_map(*safetensors_, names_, model_, walk), walk,
+                             non_finite_);
+    return;
+  }
   if (!checkpoint_) {
     io::load_params(params_, model_, walk.params, non_finite_, walk.buffers);
     return;
