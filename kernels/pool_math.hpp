@@ -48,35 +48,62 @@ NOEIRA_HD void for_each_cell(Range rows, Range cols, std::int64_t row_stride, Vi
   }
 }
 
-// Output element `index` of [planes, out_h, out_w] (and its argmax for Max).
-NOEIRA_HD void forward_at(Pooling pooling, float* y, std::int32_t* argmax, const float* x,
-                          const PoolGeometry& g, std::int64_t index) {
-  const std::int64_t ow = index % g.out_w;
-  const std::int64_t oh = index / g.out_w % g.out_h;
-  const float* plane = x + index / (g.out_w * g.out_h) * g.in_h * g.in_w;
-  const Range rows = window_inputs(oh, g.kernel_h, g.stride_h, g.pad_h, g.in_h);
-  const Range cols = window_inputs(ow, g.kernel_w, g.stride_w, g.pad_w, g.in_w);
+// The window of one plane that reads `rows` × `cols`: its maximum into *y and where it lies into
+// *argmax (Max), or its mean into *y (Avg; argmax unused and may be null).
+NOEIRA_HD void pool_window(Pooling pooling, float* y, std::int32_t* argmax, const float* plane,
+                           Range rows, Range cols, const PoolGeometry& g) {
   if (pooling == Pooling::Max) {
     // PyTorch's rule: a strictly larger value or a NaN takes over, so the first of equal maxima
     // wins and a NaN propagates; the first cell is the answer for a window of -inf.
     float best = -INFINITY;
     std::int64_t best_at = rows.first * g.in_w + cols.first;
+    // Selects, not branches: on data the branch would be taken at random, and its mispredictions
+    // were most of the layer's time.
     for_each_cell(rows, cols, g.in_w, [&](std::int64_t at) {
       const float v = plane[at];
-      if (v > best || v != v) {  // v != v: v is a NaN
-        best = v;
-        best_at = at;
-      }
+      const bool takes_over = v > best || v != v;  // v != v: v is a NaN
+      best = takes_over ? v : best;
+      best_at = takes_over ? at : best_at;
     });
-    y[index] = best;
-    argmax[index] = static_cast<std::int32_t>(best_at);
+    *y = best;
+    *argmax = static_cast<std::int32_t>(best_at);
   } else {
     float total = 0.0f;
     for_each_cell(rows, cols, g.in_w, [&](std::int64_t at) { total += plane[at]; });
     // count_include_pad: the divisor is the whole window. No window reaches past the padding
     // (ceil_mode off, padding <= kernel / 2), so this is PyTorch's divisor everywhere.
-    y[index] = total / static_cast<float>(g.kernel_h * g.kernel_w);
+    *y = total / static_cast<float>(g.kernel_h * g.kernel_w);
   }
+}
+
+// The input gradient of cell `self` (h · in_w + w) of one plane, gathered from the windows
+// `rows` × `cols` that read it, in row-major order of the windows.
+NOEIRA_HD float gather_window_grads(Pooling pooling, const float* dy_plane,
+                                    const std::int32_t* argmax_plane, Range rows, Range cols,
+                                    std::int32_t self, const PoolGeometry& g) {
+  float total = 0.0f;
+  if (pooling == Pooling::Max) {
+    // Adding +0 for the other windows leaves every bit as skipping them would (total starts at
+    // +0, so it is never -0), without a branch taken at random.
+    for_each_cell(rows, cols, g.out_w, [&](std::int64_t o) {
+      total += argmax_plane[o] == self ? dy_plane[o] : 0.0f;
+    });
+    return total;
+  }
+  for_each_cell(rows, cols, g.out_w, [&](std::int64_t o) { total += dy_plane[o]; });
+  return total / static_cast<float>(g.kernel_h * g.kernel_w);
+}
+
+// Output element `index` of [planes, out_h, out_w] (and its argmax for Max): one thread's work
+// where threads are elements (CUDA).
+NOEIRA_HD void forward_at(Pooling pooling, float* y, std::int32_t* argmax, const float* x,
+                          const PoolGeometry& g, std::int64_t index) {
+  const std::int64_t ow = index % g.out_w;
+  const std::int64_t oh = index / g.out_w % g.out_h;
+  const float* plane = x + index / (g.out_w * g.out_h) * g.in_h * g.in_w;
+  pool_window(pooling, y + index, pooling == Pooling::Max ? argmax + index : nullptr, plane,
+              window_inputs(oh, g.kernel_h, g.stride_h, g.pad_h, g.in_h),
+              window_inputs(ow, g.kernel_w, g.stride_w, g.pad_w, g.in_w), g);
 }
 
 // Input gradient element `index` of [planes, in_h, in_w], gathered from the windows that read it.
@@ -85,21 +112,11 @@ NOEIRA_HD void backward_at(Pooling pooling, float* dx, const float* dy, const st
   const std::int64_t w = index % g.in_w;
   const std::int64_t h = index / g.in_w % g.in_h;
   const std::int64_t out_plane = index / (g.in_w * g.in_h) * g.out_h * g.out_w;
-  const Range rows = windows_reading(h, g.kernel_h, g.stride_h, g.pad_h, g.out_h);
-  const Range cols = windows_reading(w, g.kernel_w, g.stride_w, g.pad_w, g.out_w);
-  const float* dy_plane = dy + out_plane;
-  float total = 0.0f;
-  if (pooling == Pooling::Max) {
-    const std::int32_t self = static_cast<std::int32_t>(h * g.in_w + w);
-    const std::int32_t* argmax_plane = argmax + out_plane;
-    for_each_cell(rows, cols, g.out_w, [&](std::int64_t o) {
-      if (argmax_plane[o] == self) total += dy_plane[o];
-    });
-    dx[index] = total;
-  } else {
-    for_each_cell(rows, cols, g.out_w, [&](std::int64_t o) { total += dy_plane[o]; });
-    dx[index] = total / static_cast<float>(g.kernel_h * g.kernel_w);
-  }
+  dx[index] = gather_window_grads(
+      pooling, dy + out_plane, pooling == Pooling::Max ? argmax + out_plane : nullptr,
+      windows_reading(h, g.kernel_h, g.stride_h, g.pad_h, g.out_h),
+      windows_reading(w, g.kernel_w, g.stride_w, g.pad_w, g.out_w),
+      static_cast<std::int32_t>(h * g.in_w + w), g);
 }
 
 // Nearest upsampling by an integer scale: output element `index` of [planes, h·scale, w·scale]

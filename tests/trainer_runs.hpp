@@ -111,7 +111,10 @@ inline TrainerRun expect_every_policy_trains_as_one_rank(
                            dist::Policy::Zero3}) {
       SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks");
       const TrainerRun r = p == dist::Policy::Ddp ? ddp : run(p, n);
-      ASSERT_EQ(r.params.size(), reference.params.size());
+      if (r.params.size() != reference.params.size()) {
+        ADD_FAILURE() << r.params.size() << " parameters, one rank " << reference.params.size();
+        continue;
+      }
       EXPECT_EQ(r.params, ddp.params) << "ZeRO must be bit-identical to DDP";
       EXPECT_EQ(r.buffers[0], ddp.buffers[0]);
       EXPECT_LE(worst_difference(r.params, reference.params), tol);
@@ -120,8 +123,10 @@ inline TrainerRun expect_every_policy_trains_as_one_rank(
         EXPECT_EQ(r.buffers[static_cast<std::size_t>(k)], r.buffers[0]) << "rank " << k;
       }
       if (!reference.losses.empty()) {
-        ASSERT_FALSE(r.losses.empty());
-        EXPECT_NEAR(r.losses.front(), reference.losses.front(), 1e-5);
+        EXPECT_FALSE(r.losses.empty());
+        if (!r.losses.empty()) {
+          EXPECT_NEAR(r.losses.front(), reference.losses.front(), 1e-5);
+        }
       }
     }
   }
