@@ -63,7 +63,7 @@ TEST(CliLimits, AnUnknownSubcommandIsNamed) {
   REQUIRE_BINARY();
   TempDir dir;
   expect_refused(dir, "trian --epochs 1",
-                 "unknown subcommand 'trian' (one of train, eval, generate, inspect");
+                 "unknown subcommand 'trian' (one of train, eval, generate, inspect, export, plot;");
   expect_one_error_line(noeira(dir, ""), "A subcommand is required");
 }
 

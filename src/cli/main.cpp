@@ -1,5 +1,5 @@
-// The noeira command line: `noeira train`, `eval`, `generate`, `export` and `inspect` (each is an
-// add_*_command function and a branch in main).
+// The noeira command line: `noeira train`, `eval`, `generate`, `inspect`, `export`, `plot`
+// (each is an add_*_command function and a branch in main).
 //
 // Every failure ends as one line on stderr, "noeira: error: ...", and a non-zero exit: 2 for a
 // command-line mistake, 1 for anything found while running (a missing file, a bad value).
@@ -166,8 +166,6 @@ int main(int argc, char** argv) {
   add_eval_command(app, eval);
   noeira::GenerateConfig generate;
   add_generate_command(app, generate);
-  PlotOptions plot;
-  add_plot_command(app, plot);
   std::string inspect_path;
   CLI::App* inspect = app.add_subcommand("inspect", "Print what a checkpoint holds");
   inspect->add_option("path", inspect_path,
@@ -175,6 +173,8 @@ int main(int argc, char** argv) {
       ->required();
   noeira::ExportConfig export_config;
   add_export_command(app, export_config);
+  PlotOptions plot;
+  add_plot_command(app, plot);
   train.sibling = eval.app;
   eval.sibling = train.app;
   // CLI11 would call a misspelt subcommand a missing one ("A subcommand is required").
