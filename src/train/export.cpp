@@ -18,8 +18,7 @@ namespace {
 // as the source tells: its data set (and a language model's vocabulary and tokenizer). A source
 // that does not name its data set (a file PyTorch wrote) passes on its vocabulary alone.
 template <Module M>
-std::map<std::string, std::string> described(const SavedModel& saved,
-                                             const dist::WalkUnits& walk) {
+std::map<std::string, std::string> described(const SavedModel& saved, M& model) {
   TrainConfig told;
   told.data = saved.data();
   told.vocabulary = saved.vocabulary();
@@ -28,9 +27,8 @@ std::map<std::string, std::string> described(const SavedModel& saved,
   } else if (told.data.empty() || told.data == "text") {
     return {};
   }
-  std::int64_t parameters = 0;
-  for (const NamedParam& p : walk.params) parameters += p.param->numel();
-  std::map<std::string, std::string> out = saved_attributes(told, sizes_of<M>(parameters));
+  std::map<std::string, std::string> out =
+      saved_attributes(told, sizes_of<M>(parameter_count(model)));
   if (told.data.empty()) out.erase("data");
   return out;
 }
@@ -60,7 +58,7 @@ ExportResult run_export(const ExportConfig& e) {
     M model(model_init<M>(cfg, Target::Cpu));
     saved.load_into(model);
     const dist::WalkUnits walk = dist::walk_units(model);
-    save_weights_safetensors(out, saved.model(), names, walk, described<M>(saved, walk),
+    save_weights_safetensors(out, saved.model(), names, walk, described(saved, model),
                              non_finite_policy(cfg));
     return ExportResult{saved.model(),
                         static_cast<std::int64_t>(walk.params.size() + walk.buffers.size())};

@@ -30,6 +30,7 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
   } else {
     saved.params_ = cfg.params;
     said["model"] = io::read_params_model(cfg.params);
+    nameless = detail::concat(cfg.params, ": the file names no model");
     for (const char* key : {"vocabulary", "data"}) {
       if (auto value = io::read_params_attribute(cfg.params, key)) said[key] = *value;
     }
