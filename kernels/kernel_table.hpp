@@ -34,7 +34,7 @@ struct CropFlip {
   float fill[kMaxAugmentChannels] = {};  // per channel: the value of a padded pixel
 };
 
-enum class LossKind : std::uint8_t { CrossEntropy, SoftCrossEntropy, Mse };
+enum class LossKind : std::uint8_t { CrossEntropy, SoftCrossEntropy, Mse, TwoHot, GaussianNll };
 
 // No ignore index: an int64 that no int32 label can equal.
 inline constexpr std::int64_t kNoIgnoreIndex = INT64_MIN;
@@ -44,13 +44,55 @@ inline constexpr std::int64_t kNoIgnoreIndex = INT64_MIN;
 struct RowLossArgs {
   float* row_loss = nullptr;             // [rows] per-row loss, unscaled
   float* grad = nullptr;                 // [rows, cols] grad_scale · d row_loss / d pred
-  const float* pred = nullptr;           // [rows, cols] logits (CE, soft CE) or predictions (MSE)
-  const float* target = nullptr;         // [rows, cols] distributions (soft CE) or values (MSE)
+  // [rows, cols] logits (CE, soft CE, two-hot) or predictions (MSE); Gaussian NLL: [rows, cols]
+  // with the means in columns [0, cols/2) and the variances in [cols/2, cols).
+  const float* pred = nullptr;
+  // [rows, cols] distributions (soft CE) or values (MSE); [rows, cols/2] values (Gaussian NLL);
+  // [rows] one scalar per row (two-hot).
+  const float* target = nullptr;
   const std::int32_t* labels = nullptr;  // [rows] class labels (CE)
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   float grad_scale = 1.0f;
   std::int64_t ignore_index = kNoIgnoreIndex;  // CE: the label of rows that do not count
+  float bin_low = 0.0f, bin_high = 1.0f;  // two-hot: cols bins evenly spaced over [low, high]
+  float variance_floor = 1e-6f;           // Gaussian NLL: variances are clamped to at least this
+};
+
+// The cells of the recurrent layers, with PyTorch's gate order and equations (torch.nn.LSTM:
+// i, f, g, o; torch.nn.GRU: r, z, n).
+enum class RecurrentCell : std::uint8_t { Lstm, Gru };
+
+// One time step t of a recurrent layer over `batch` sequences of `hidden` units. Sequence tensors
+// are batch-first [batch, steps, width] and the pointers below are their step-t slices, so the
+// rows of a slice are steps · width apart; the carries (dh, dc) are contiguous [batch, hidden].
+// G is the number of gates (LSTM 4, GRU 3), each `hidden` wide. A null *_prev pointer is the
+// zero initial state (t = 0).
+struct RecurrentStep {
+  RecurrentCell cell = RecurrentCell::Lstm;
+  std::int64_t batch = 0, steps = 0, hidden = 0;
+  // forward in: pre-activations x·W_ihᵀ + b_ih (LSTM: plus h_prev·W_hhᵀ); out: the activated gates
+  // (LSTM i, f, g, o; GRU r, z, n). [batch, steps, G·hidden].
+  float* gates = nullptr;
+  // GRU: forward in h_prev·W_hhᵀ (null at t = 0: zero); out, in its n part, W_hn·h_prev + b_hn,
+  // which the backward reads. [batch, steps, 3·hidden]. Unused by the LSTM.
+  float* hidden_gates = nullptr;
+  const float* bias_hh = nullptr;  // [G·hidden]
+  float* h = nullptr;              // out: h_t [batch, steps, hidden] (the layer's output)
+  float* h_next_prev = nullptr;    // out, when not null: h_t again, as step t+1's h_prev
+  const float* h_prev = nullptr;   // h_{t-1} [batch, steps, hidden], null at t = 0
+  float* c = nullptr;              // LSTM: out c_t [batch, steps, hidden]
+  const float* c_prev = nullptr;   // LSTM: c_{t-1}, null at t = 0
+  // backward:
+  const float* dy = nullptr;  // dL/dh_t from above the layer [batch, steps, hidden]
+  // [batch, hidden] in: dL/dh_t through step t+1 (zero at the last step); out: the part of
+  // dL/dh_{t-1} that does not pass through W_hh (GRU z·dh, LSTM 0). The caller then adds
+  // dhidden_gates · W_hh.
+  float* dh = nullptr;
+  float* dc = nullptr;  // LSTM [batch, hidden] in: dL/dc_t through step t+1; out: dL/dc_{t-1}
+  float* dgates = nullptr;  // out: dL/d(x·W_ihᵀ + b_ih) [batch, steps, G·hidden]
+  // GRU out: dL/d(h_prev·W_hhᵀ + b_hh) [batch, steps, 3·hidden]; the LSTM's is dgates itself.
+  float* dhidden_gates = nullptr;
 };
 
 // The word gather_rows writes for an index outside its table: a quiet NaN as a float.
@@ -346,6 +388,12 @@ struct KernelTable {
   void (*dropout_backward)(Stream, float* dx, const float* dy, DropoutKey key, float p,
                            std::int64_t rows, std::int64_t cols);
 
+  // --- recurrent layers: the pointwise part of one time step (RecurrentStep says what each
+  // reads and writes); the matrix products around it are linear_forward and batched_matmul.
+  // Each (sequence, unit) is independent, so the result does not depend on threads or launch.
+  void (*recurrent_step_forward)(Stream, const RecurrentStep& step);
+  void (*recurrent_step_backward)(Stream, const RecurrentStep& step);
+
   // --- losses: per-row loss (unscaled) and its gradient scaled by grad_scale ----------------
   // One entry for every row loss; RowLossArgs says what each reads. Per row (cols = classes):
   //   CrossEntropy      -log softmax(pred)[label]; grad (softmax(pred) - onehot(label)) · scale.
@@ -354,6 +402,13 @@ struct KernelTable {
   //                     never an out-of-bounds read: labels are not checked on the device.
   //   SoftCrossEntropy  -Σ target · log softmax(pred); grad (Σ target · softmax - target) · scale.
   //   Mse               Σ (pred - target)² / cols; grad 2 (pred - target) / cols · scale.
+  //   TwoHot            soft CE against the two-hot encoding of the row's scalar target over cols
+  //                     bins evenly spaced on [bin_low, bin_high] (the target clamped to it): the
+  //                     two bins around it, weighted by closeness (DreamerV3's critic loss).
+  //   GaussianNll       Σ_c ½ (log v_c + (μ_c - target_c)² / v_c) / d over the d = cols/2 means
+  //                     μ and variances v of the row, v clamped to at least variance_floor
+  //                     (torch.nn.GaussianNLLLoss, full=False); the gradient reaches μ and v, the
+  //                     clamp passing it through as PyTorch's does.
   // Finite for logits of any magnitude (softmax relative to the row max).
   void (*row_loss)(Stream, LossKind kind, const RowLossArgs& args);
   // Number of rows whose arg-max equals the label.

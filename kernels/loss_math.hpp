@@ -80,6 +80,59 @@ NOEIRA_HD float mse_row(const Row& row, float* dp, const float* p, const float* 
   return loss * inv_n;
 }
 
+// Soft CE against the two-hot encoding of y over n bins evenly spaced on [low, high]: y (clamped)
+// falls between bins k and k+1 at fraction w, so the target is (1 - w) at k and w at k+1.
+template <class Row>
+NOEIRA_HD float two_hot_row(const Row& row, float* dx, const float* x, float y, float low,
+                            float high, float scale) {
+  const std::int64_t n = row.size();
+  std::int64_t k = 0;
+  float w = 0.0f;
+  if (n > 1) {
+    const float clamped = fminf(fmaxf(y, low), high);
+    const float pos = (clamped - low) / (high - low) * static_cast<float>(n - 1);
+    k = static_cast<std::int64_t>(floorf(pos));
+    k = k < 0 ? 0 : (k > n - 2 ? n - 2 : k);
+    w = pos - static_cast<float>(k);
+  }
+  const float max = row.max([&](std::int64_t c) { return x[c]; });
+  const float sum = row.sum([&](std::int64_t c) { return expf(x[c] - max); });
+  if (dx != nullptr) {
+    const float inv_sum = 1.0f / sum;
+    row.each([&](std::int64_t c) {
+      const float t = c == k ? 1.0f - w : (c == k + 1 ? w : 0.0f);
+      dx[c] = (expf(x[c] - max) * inv_sum - t) * scale;
+    });
+  }
+  const float log_sum_exp = logf(sum) + max;
+  const float picked = n > 1 ? (1.0f - w) * x[k] + w * x[k + 1] : x[0];
+  return log_sum_exp - picked;
+}
+
+// Σ_c ½ (log v_c + (μ_c - t_c)² / v_c) / d over the row's d means μ = p[0, d) and variances
+// v = max(p[d, 2d), floor); dμ = (μ - t) / v / d, dv = ½ (1/v - (μ - t)² / v²) / d, both · scale.
+template <class Row>
+NOEIRA_HD float gaussian_nll_row(const Row& row, float* dp, const float* p, const float* t,
+                                 float floor, float scale) {
+  const std::int64_t d = row.size() / 2;
+  const float inv_d = 1.0f / static_cast<float>(d);
+  const float loss = row.sum([&](std::int64_t c) {
+    if (c >= d) return 0.0f;
+    const float v = fmaxf(p[d + c], floor);
+    const float e = p[c] - t[c];
+    return 0.5f * (logf(v) + e * e / v);
+  });
+  if (dp != nullptr) {
+    row.each([&](std::int64_t c) {
+      const std::int64_t m = c < d ? c : c - d;
+      const float v = fmaxf(p[d + m], floor);
+      const float e = p[m] - t[m];
+      dp[c] = (c < d ? e / v : 0.5f * (1.0f / v - e * e / (v * v))) * inv_d * scale;
+    });
+  }
+  return loss * inv_d;
+}
+
 // Row r of the loss `kind` (kernel_table.hpp documents each), walked by `row`.
 template <class Row>
 NOEIRA_HD float row_loss(const Row& row, LossKind kind, const RowLossArgs& a, std::int64_t r) {
@@ -92,6 +145,11 @@ NOEIRA_HD float row_loss(const Row& row, LossKind kind, const RowLossArgs& a, st
       return soft_cross_entropy_row(row, d, a.pred + o, a.target + o, a.grad_scale);
     case LossKind::Mse:
       return mse_row(row, d, a.pred + o, a.target + o, a.grad_scale);
+    case LossKind::TwoHot:
+      return two_hot_row(row, d, a.pred + o, a.target[r], a.bin_low, a.bin_high, a.grad_scale);
+    case LossKind::GaussianNll:
+      return gaussian_nll_row(row, d, a.pred + o, a.target + r * (a.cols / 2), a.variance_floor,
+                              a.grad_scale);
   }
   return NAN;
 }
