@@ -31,16 +31,20 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF AND NOEIRA_H5LS)
                        TIMEOUT 240 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 
-# The same for a GPT on text, with resume, eval and generate (tests/cli_gpt.sh).
+# The same for the language models on text, with resume, eval and generate
+# (tests/cli_language_model.sh): a GPT and a recurrent LM.
 if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
-  add_test(NAME cli_gpt_np2
-           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_gpt.sh ${MPIEXEC_EXECUTABLE}
-                   ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF}
-                   ${CMAKE_CURRENT_BINARY_DIR}/cli_gpt)
-  set_tests_properties(cli_gpt_np2 PROPERTIES
-                       ENVIRONMENT
-                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
-                       TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
+  foreach(model gpt-tiny lstm-tiny)
+    string(REGEX REPLACE "-tiny$" "" family ${model})
+    add_test(NAME cli_${family}_np2
+             COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_language_model.sh ${MPIEXEC_EXECUTABLE}
+                     ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF}
+                     ${CMAKE_CURRENT_BINARY_DIR}/cli_${family} ${model})
+    set_tests_properties(cli_${family}_np2 PROPERTIES
+                         ENVIRONMENT
+                         "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
+                         TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
+  endforeach()
 endif()
 
 # model.h5 read without noeira: examples/read_model_h5.py from the file's own attributes.

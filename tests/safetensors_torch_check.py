@@ -16,7 +16,8 @@ usage: safetensors_torch_check.py check DIR [--perturb PRESET]
 The models: mlp = torch.nn.Sequential(Linear, ReLU, Linear, ReLU, Linear); gpt-tiny =
 tests/torch_gpt.py's nanoGPT model, whose c_attn/c_proj/c_fc weights are the transpose of GPT-2's
 Conv1D ones in the file; resnet18 = torchvision.models.resnet18(num_classes=10) with the 3x3
-stride-1 stem and no max pooling (noeira's CIFAR variant). Exits 0 when all match, 1 naming
+stride-1 stem and no max pooling (noeira's CIFAR variant); lstm-tiny = nn.Embedding, a two-layer
+nn.LSTM (batch_first) and nn.Linear as `embed`, `rnn` and `head`. Exits 0 when all match, 1 naming
 every mismatch, 77 (ctest's skip) without torch or torchvision.
 """
 import os
@@ -37,10 +38,25 @@ except ImportError as e:  # a machine without python3-torch skips, it does not p
     sys.exit(77)
 
 TOLERANCE = 1e-5
-PRESETS = ("mlp", "gpt-tiny", "resnet18")
+PRESETS = ("mlp", "gpt-tiny", "resnet18", "lstm-tiny")
+LANGUAGE_MODELS = ("gpt-tiny", "lstm-tiny")
 GPT_TINY = dict(vocab=256, block=16, layers=2, heads=2, width=32)
 GPT_BATCH = 2
+LSTM_TINY = dict(vocab=256, width=16, hidden=32)
 CONV1D = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
+
+
+class RecurrentLm(nn.Module):
+    """noeira's lstm-* presets: embedding, two LSTM layers, linear head."""
+
+    def __init__(self, vocab, width, hidden):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.rnn = nn.LSTM(width, hidden, num_layers=2, batch_first=True)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, ids):
+        return self.head(self.rnn(self.embed(ids))[0])
 
 
 def make_model(preset):
@@ -49,6 +65,8 @@ def make_model(preset):
                              nn.Linear(128, 10))
     if preset == "gpt-tiny":
         return torch_gpt.GPT(**GPT_TINY)
+    if preset == "lstm-tiny":
+        return RecurrentLm(**LSTM_TINY)
     model = torchvision.models.resnet18(num_classes=10)
     model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
     model.maxpool = nn.Identity()
@@ -58,7 +76,7 @@ def make_model(preset):
 def model_input(preset, x):
     if preset == "mlp":
         return torch.from_numpy(x.astype(np.float64)).view(-1, 784)
-    if preset == "gpt-tiny":
+    if preset in LANGUAGE_MODELS:
         return torch.from_numpy(x.astype(np.int64)).view(GPT_BATCH, -1)
     return torch.from_numpy(x.astype(np.float64)).view(-1, 3, 32, 32)
 
@@ -139,7 +157,7 @@ def write(directory):
     rng = np.random.default_rng(0)
     for preset in PRESETS:
         model = make_model(preset)
-        if preset == "gpt-tiny":
+        if preset in LANGUAGE_MODELS:
             with torch.no_grad():
                 for p in model.parameters():  # LayerNorm scales and biases off 1 and 0 too
                     p.uniform_(-0.4, 0.4)

@@ -1,10 +1,11 @@
 // noeira and PyTorch exchange weights through safetensors files under `--names pytorch`
 // (ctest: tests/safetensors_torch.cmake, with tests/safetensors_torch_check.py):
 //
-//   WritesNoeiraModels  exports mlp, gpt-tiny and resnet18 (PyTorch names) with their logits on
+//   WritesNoeiraModels  exports mlp, gpt-tiny, resnet18 and lstm-tiny (PyTorch names) with their logits on
 //                       fixed inputs: noeira_<preset>.safetensors, noeira_<preset>_io.safetensors
 //                       ("x", "logits"); the python check loads them into torch.nn.Sequential,
-//                       a GPT-2 and torchvision's resnet18 and compares the logits.
+//                       a GPT-2, torchvision's resnet18 and an nn.LSTM language model and
+//                       compares the logits.
 //   ReadsTorchModels    loads torch_<preset>.safetensors, which the python script wrote from
 //                       those torch models (GPT-2's Conv1D layout, its mask buffers, I64
 //                       num_batches_tracked), and reproduces the logits it stored beside them.
@@ -96,6 +97,7 @@ TEST(SafetensorsTorch, WritesNoeiraModels) {
   write_noeira_case<presets::Mlp>(*dir, "mlp");
   write_noeira_case<presets::GptTiny>(*dir, "gpt-tiny");
   write_noeira_case<presets::ResNet18Cifar>(*dir, "resnet18");
+  write_noeira_case<presets::LstmTiny>(*dir, "lstm-tiny");
 }
 
 template <class M>
@@ -130,6 +132,7 @@ TEST(SafetensorsTorch, ReadsTorchModels) {
   expect_torch_logits<presets::Mlp>(*dir, "mlp");
   expect_torch_logits<presets::GptTiny>(*dir, "gpt-tiny");
   expect_torch_logits<presets::ResNet18Cifar>(*dir, "resnet18");
+  expect_torch_logits<presets::LstmTiny>(*dir, "lstm-tiny");
 }
 
 }  // namespace

@@ -99,8 +99,8 @@ void add_export_command(CLI::App& app, ExportConfig& e) {
       ->check(CLI::IsMember({"safetensors"}));
   a->add_option("--names", e.names,
                 "Tensor names of the written file: noeira (the parameter walk's) or pytorch "
-                "(torch.nn.Sequential for the MLPs, Hugging Face GPT-2 for the GPTs, "
-                "torchvision for the ResNets)")
+                "(torch.nn.Sequential for the MLPs, Hugging Face GPT-2 for the GPTs, torchvision "
+                "for the ResNets, embed + rnn + head for the recurrent LMs)")
       ->check(CLI::IsMember(kNameSchemeNames.names()));
   a->add_option("--source-names", e.source_names,
                 "Name map of a .safetensors source (empty: the one its metadata names)")

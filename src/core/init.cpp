@@ -114,4 +114,16 @@ Param Init::normal(std::string_view name, Shape shape, float mean, float std) co
   return p;
 }
 
+Param Init::uniform(std::string_view name, Shape shape, float bound, Decay decay) const {
+  Param p(std::move(shape), target_, decay);
+  std::vector<float> host(static_cast<std::size_t>(p.numel()));
+  const std::uint64_t stream = stream_of(name);
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    host[i] = spec_.kind == InitKind::Deterministic ? bound * formula_at(i)
+                                                     : uniform_at(spec_.seed, stream, i, bound);
+  }
+  p.val.copy_from(host);
+  return p;
+}
+
 }  // namespace noeira

@@ -19,9 +19,9 @@ enum class InitKind : std::uint8_t {
   Zero,
   // A formula instead of random draws, for tests that rebuild a model elsewhere (numpy, PyTorch)
   // without copying its weights: element i of a weight is sqrt(3 / fan_in) · sin(i + 1), of an
-  // embedding-style normal(mean, std) parameter mean + std · sqrt(2) · sin(i + 1) (the spreads
-  // of the random initializers they stand for); i counts in row-major order, seed and name play
-  // no part.
+  // embedding-style normal(mean, std) parameter mean + std · sqrt(2) · sin(i + 1), of a
+  // uniform(±bound) one bound · sin(i + 1) (the spreads of the random initializers they stand
+  // for); i counts in row-major order, seed and name play no part.
   Deterministic,
 };
 
@@ -53,6 +53,9 @@ class Init {
   Param constant(std::string_view name, Shape shape, float value) const;
   // A parameter drawn from N(mean, std) whatever the spec (embeddings), with decay.
   Param normal(std::string_view name, Shape shape, float mean, float std) const;
+  // A parameter drawn from U(±bound) whatever the spec (PyTorch's recurrent layers draw every
+  // weight and bias so); Deterministic gives bound · sin(i + 1).
+  Param uniform(std::string_view name, Shape shape, float bound, Decay decay) const;
 
  private:
   std::uint64_t stream_of(std::string_view name) const;

@@ -2,9 +2,11 @@
 // `noeira generate`: text from a trained language model (model.h5 or a checkpoint), decoded with
 // the vocabulary stored beside its parameters, so no corpus is needed.
 //
-// Each new token costs O(T): the model runs on the new token only, attending over a KV cache of
-// what came before (Gpt::forward_cached). When the sequence outgrows the model's block, the
-// cache is refilled from the last block/2 tokens, as a cropped context would be. Sampling: the
+// From a GPT each new token costs O(T): the model runs on the new token only, attending over a
+// KV cache of what came before (Gpt::forward_cached). When the sequence outgrows the model's
+// block, the cache is refilled from the last block/2 tokens, as a cropped context would be. A
+// recurrent LM reruns its last `block` tokens (the window it was trained on) from the zero state
+// for every new token. Sampling: the
 // last position's logits / temperature, the top_k largest kept (0: all), softmax in double, and
 // one uniform draw per token from the counter-based RNG at (seed, token index): the same seed
 // gives the same text, on any machine. Temperature 0 takes the most likely token.
@@ -14,6 +16,7 @@
 
 #include "kernels/philox.hpp"
 #include "nn/gpt.hpp"
+#include "nn/recurrent_lm.hpp"
 
 namespace noeira {
 
@@ -67,6 +70,30 @@ std::vector<std::int32_t> generate_ids(Gpt<S>& model, Context& ctx,
                                static_cast<std::uint64_t>(i)));
     if (i + 1 == count) break;
     logits = cache.length() < S.block ? feed(ids.size() - 1) : refill();
+  }
+  return std::vector<std::int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
+                                   ids.end());
+}
+
+// The same from a recurrent LM, which has no cache: each token reruns the last `block` ids.
+template <RecurrentCell Cell, RecurrentLmShape S>
+std::vector<std::int32_t> generate_ids(RecurrentLm<Cell, S>& model, Context& ctx,
+                                       const std::vector<std::int32_t>& prompt,
+                                       std::int64_t count, std::int64_t vocab_size,
+                                       double temperature, std::int64_t top_k,
+                                       std::uint64_t seed) {
+  std::vector<std::int32_t> ids = prompt;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const std::size_t from = ids.size() > static_cast<std::size_t>(S.block) ? ids.size() - S.block
+                                                                            : 0;
+    const std::vector<std::int32_t> window(ids.begin() + static_cast<std::ptrdiff_t>(from),
+                                           ids.end());
+    const std::int64_t length = static_cast<std::int64_t>(window.size());
+    const Tensor input = Tensor::from_host_ids({1, length}, window, ctx.target);
+    const std::vector<float> logits =
+        model.forward(ctx, input).view({S.vocab}, (length - 1) * S.vocab).to_vector();
+    ids.push_back(sample_token(logits, vocab_size, temperature, top_k, seed,
+                               static_cast<std::uint64_t>(i)));
   }
   return std::vector<std::int32_t>(ids.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
                                    ids.end());

@@ -65,6 +65,19 @@ ForeignName gpt2_name(std::string_view walk_name) {
   unmapped(walk_name, "GPT-2");
 }
 
+// The recurrent LMs as an nn.Module with `embed` (nn.Embedding), `rnn` (nn.LSTM / nn.GRU,
+// num_layers=2) and `head` (nn.Linear): children 1 and 2 are the rnn's layers l0 and l1.
+ForeignName recurrent_lm_name(std::string_view walk_name) {
+  std::int64_t index = 0;
+  std::string_view rest;
+  if (split_index(walk_name, index, rest)) {
+    if (index == 0 && rest == "weight") return {"embed.weight"};
+    if (index == 1 || index == 2) return {detail::concat("rnn.", rest, "_l", index - 1)};
+    if (index == 3) return {detail::concat("head.", rest)};
+  }
+  unmapped(walk_name, "recurrent language model");
+}
+
 }  // namespace
 
 NameMap NameMap::for_preset(NameScheme scheme, std::string_view model) {
@@ -73,12 +86,16 @@ NameMap NameMap::for_preset(NameScheme scheme, std::string_view model) {
     return NameMap(scheme, Family::TorchSequential);
   }
   if (model.starts_with("gpt")) return NameMap(scheme, Family::Gpt2);
+  if (model.starts_with("lstm") || model.starts_with("gru")) {
+    return NameMap(scheme, Family::RecurrentLm);
+  }
   if (model == "resnet18" || model == "resnet20" || model == "resnet20-cifar") {
     return NameMap(scheme, Family::Torchvision);
   }
   throw InputError(detail::concat("model '", model,
                                   "' has no PyTorch name map (there are maps for mlp, linear, "
-                                  "mlp-cifar, the gpt presets, resnet18 and resnet20); use "
+                                  "mlp-cifar, the gpt, lstm and gru presets, resnet18 and "
+                                  "resnet20); use "
                                   "--names noeira"));
 }
 
@@ -92,6 +109,8 @@ ForeignName NameMap::map(std::string_view walk_name) const {
       return gpt2_name(walk_name);
     case Family::Torchvision:
       return {std::string(walk_name), false, ends_with(walk_name, ".num_batches_tracked")};
+    case Family::RecurrentLm:
+      return recurrent_lm_name(walk_name);
   }
   unmapped(walk_name, "?");
 }

@@ -16,6 +16,9 @@
 //                              in the file are left unread.
 //     resnet18, resnet20*      torchvision's names, which the walk already uses; BatchNorm's
 //                              num_batches_tracked is a 0-d I64 counter there.
+//     lstm-*, gru-*            an nn.Module of embed (nn.Embedding), rnn (nn.LSTM / nn.GRU with
+//                              num_layers=2, batch_first=True) and head (nn.Linear):
+//                              "1.weight_ih" -> "rnn.weight_ih_l0", "3.bias" -> "head.bias".
 // Other presets have no PyTorch map: asking for one is an InputError.
 #include <string>
 #include <string_view>
@@ -49,7 +52,7 @@ class NameMap {
   bool ignorable(std::string_view stored_name) const;
 
  private:
-  enum class Family { Identity, TorchSequential, Gpt2, Torchvision };
+  enum class Family { Identity, TorchSequential, Gpt2, Torchvision, RecurrentLm };
   NameMap(NameScheme scheme, Family family) : scheme_(scheme), family_(family) {}
 
   NameScheme scheme_;

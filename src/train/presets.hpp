@@ -14,6 +14,7 @@
 #include "nn/batchnorm.hpp"
 #include "nn/conv2d.hpp"
 #include "nn/gpt.hpp"
+#include "nn/recurrent_lm.hpp"
 #include "nn/linear.hpp"
 #include "nn/pool2d.hpp"
 #include "nn/resnet.hpp"
@@ -53,12 +54,18 @@ using GptChar = Gpt<GptShape{256, 64, 4, 4, 128}>;    // nanoGPT's CPU shape
 using GptSmall = Gpt<GptShape{256, 256, 6, 6, 384}>;  // nanoGPT's shakespeare-char shape
 using Gpt2 = Gpt<GptShape{50257, 1024, 12, 12, 768}>;
 
+// Recurrent language models (nn/recurrent_lm.hpp): {vocab, window, embedding, hidden}, two layers.
+using LstmTiny = RecurrentLm<RecurrentCell::Lstm, RecurrentLmShape{256, 16, 16, 32}>;  // tests
+using LstmChar = RecurrentLm<RecurrentCell::Lstm, RecurrentLmShape{256, 64, 64, 256}>;
+using GruChar = RecurrentLm<RecurrentCell::Gru, RecurrentLmShape{256, 64, 64, 256}>;
+
 // ViTs (nn/vit.hpp): {image, patch, layers, heads, width, classes}. vit-tiny reads 28x28
 // Fashion-MNIST as 16 patches of 7x7 (17 tokens with the class token).
 using VitTiny = Vit<VitShape{ImageShape{1, 28, 28}, 7, 4, 4, 64, 10}>;
 }  // namespace presets
 
-// Whether a model reads token ids and predicts the next token (a GPT), rather than classifying.
+// Whether a model reads token ids and predicts the next token (a GPT, a recurrent LM), rather
+// than classifying.
 template <class M>
 concept LanguageModel = requires {
   { M::vocab } -> std::convertible_to<std::int64_t>;
@@ -111,6 +118,9 @@ inline constexpr PresetInfo kPresets[] = {
     {"gpt-char", "GPT, 4 layers x 4 heads, width 128, block 64, 256 ids (--data text)"},
     {"gpt-small", "GPT, 6 layers x 6 heads, width 384, block 256, 256 ids (--data text)"},
     {"gpt2-124m", "GPT-2: 12 layers x 12 heads, width 768, block 1024, 50257 ids (--data text)"},
+    {"lstm-tiny", "2-layer LSTM, embedding 16, hidden 32, window 16, 256 ids (tests; --data text)"},
+    {"lstm-char", "2-layer LSTM, embedding 64, hidden 256, window 64, 256 ids (--data text)"},
+    {"gru-char", "2-layer GRU, embedding 64, hidden 256, window 64, 256 ids (--data text)"},
 };
 
 // The preset called `name`, or null.
@@ -137,6 +147,9 @@ decltype(auto) with_preset(std::string_view name, F&& f) {
   if (name == "gpt-char") return f(std::type_identity<presets::GptChar>{});
   if (name == "gpt-small") return f(std::type_identity<presets::GptSmall>{});
   if (name == "gpt2-124m") return f(std::type_identity<presets::Gpt2>{});
+  if (name == "lstm-tiny") return f(std::type_identity<presets::LstmTiny>{});
+  if (name == "lstm-char") return f(std::type_identity<presets::LstmChar>{});
+  if (name == "gru-char") return f(std::type_identity<presets::GruChar>{});
   std::string known;
   for (const PresetInfo& p : kPresets) known += (known.empty() ? "" : ", ") + std::string(p.name);
   throw_unknown_name("model", name, known);

@@ -67,14 +67,14 @@ Init model_init(const TrainConfig& cfg, Target target) {
   return Init(target, spec);
 }
 
-// The preset must suit the data: a GPT reads text, the others images.
+// The preset must suit the data: the language models read text, the others images.
 template <class M>
 void check_preset_suits_data(const TrainConfig& cfg) {
   if (LanguageModel<M> != is_text(cfg)) {
     throw InputError(detail::concat(
         "model '", cfg.model, "' ", LanguageModel<M> ? "models text" : "classifies images",
         " but --data is ", cfg.data,
-        LanguageModel<M> ? " (use --data text)" : " (use a gpt preset for --data text)"));
+        LanguageModel<M> ? " (use --data text)" : " (use a gpt, lstm or gru preset for --data text)"));
   }
 }
 

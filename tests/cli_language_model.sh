@@ -1,21 +1,23 @@
 #!/bin/sh
-# A GPT through the binary, on the default corpus (Debian's fortunes):
+# A language model (gpt-tiny, lstm-tiny, ...) through the binary, on the default corpus (Debian's
+# fortunes):
 #  - `mpiexec -n 2 noeira train --data text --policy zero3` saves the same parameters, bit for bit,
 #    as `--sim-ranks 2` (h5diff without a tolerance compares exactly);
-#  - a run resumed from its step-7 checkpoint (inside the first evaluation period) ends on the bits of the uninterrupted run, and the
-#    checkpoint resumes on 3 ranks under another policy too;
+#  - a run resumed from its step-7 checkpoint (inside the first evaluation period) ends on the
+#    bits of the uninterrupted run, and the checkpoint resumes on 3 ranks under another policy
+#    too;
 #  - `noeira eval` of the saved model gives the last evaluation record's validation loss;
 #  - `noeira generate` prints the same text for the same seed, other text for another.
-# Usage: cli_gpt.sh MPIEXEC NUMPROC_FLAG NOEIRA H5DIFF WORKDIR. Exit 77: skipped.
+# Usage: cli_language_model.sh MPIEXEC NUMPROC_FLAG NOEIRA H5DIFF WORKDIR MODEL. Exit 77: skipped.
 set -e
-mpiexec=$1 flag=$2 noeira=$3 h5diff=$4 work=$5
+mpiexec=$1 flag=$2 noeira=$3 h5diff=$4 work=$5 model=$6
 if [ ! -d /usr/share/games/fortunes ]; then
   echo "skipped: the fortunes corpus is not installed (apt-get install fortunes)"
   exit 77
 fi
 rm -rf "$work"
 mkdir -p "$work"
-common="train --data text --model gpt-tiny --steps 20 --eval-every 10 --eval-batches 2 --batch 6
+common="train --data text --model $model --steps 20 --eval-every 10 --eval-batches 2 --batch 6
         --threads 1 --log-every 5 --watchdog-timeout 60 --log-format json"
 "$mpiexec" "$flag" 2 "$noeira" $common --policy zero3 --out "$work/mpi" </dev/null >"$work/mpi.log"
 "$noeira" $common --policy zero3 --sim-ranks 2 --out "$work/sim" </dev/null >"$work/sim.log"
