@@ -4,7 +4,9 @@ benchmarks/compare_pytorch_gpt.sh.
 
 The model is tests/torch_gpt.py's (nanoGPT's layout, the one tests/gpt_torch_check.py proves
 equal to noeira's GPT) at a noeira preset's shape, initialized as noeira initializes it (N(0, 0.02)
-matrices and embeddings, zero biases, unit LayerNorm scales). The data is noeira's: the text
+matrices and embeddings, zero biases, unit LayerNorm scales); for the lstm-* and gru-* presets
+tests/torch_recurrent_lm.py's (nn.LSTM / nn.GRU, the layers tests/recurrent_torch_check.py proves
+equal to noeira's). The data is noeira's: the text
 corpus read as io/text.cpp reads it (a file, or a directory's regular files in the byte order of
 their names, leaving out dot files, *.dat and *.u8), code points as tokens, the first 90% of them
 training and the rest validating, the vocabulary the training part's distinct code points in
@@ -39,12 +41,19 @@ from torch.nn import functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 import torch_gpt  # noqa: E402  (the model the GPT test checks against noeira)
+import torch_recurrent_lm  # noqa: E402
 
 # src/train/presets.hpp: {vocab, block, layers, heads, width}
 PRESETS = {
     "gpt-tiny": (256, 16, 2, 2, 32),
     "gpt-char": (256, 64, 4, 4, 128),
     "gpt-small": (256, 256, 6, 6, 384),
+}
+# {vocab, window, embedding, hidden}
+RECURRENT_PRESETS = {
+    "lstm-tiny": ("lstm", 256, 16, 16, 32),
+    "lstm-char": ("lstm", 256, 64, 64, 256),
+    "gru-char": ("gru", 256, 64, 64, 256),
 }
 TRAIN_PERCENT = 90  # train/text_data.hpp kTrainPercent
 
@@ -124,17 +133,31 @@ def full_split_loss(model, data, block, rows=64):
 
 
 def make_model(name):
+    if name in RECURRENT_PRESETS:
+        return torch_recurrent_lm.RecurrentLm(*RECURRENT_PRESETS[name])
     vocab, block, layers, heads, width = PRESETS[name]
     return torch_gpt.GPT(vocab, block, layers, heads, width)
+
+
+def load_noeira(model, h5file):
+    if isinstance(model, torch_recurrent_lm.RecurrentLm):
+        torch_gpt.load_noeira(model, h5file, torch_recurrent_lm.noeira_names(model))
+    else:
+        torch_gpt.load_noeira(model, h5file)
+
+
+def vocab_of(model):
+    return model.vocab if isinstance(model, torch_recurrent_lm.RecurrentLm) else \
+        model.lm_head.weight.shape[0]
 
 
 def train(args):
     torch.manual_seed(args.seed)
     train_ids, val_ids, vocab_used = load_text(args.data)
     model = make_model(args.model)
-    if vocab_used > model.lm_head.weight.shape[0]:
+    if vocab_used > vocab_of(model):
         sys.exit("pytorch_gpt: a vocabulary of %d does not fit the model's %d ids"
-                 % (vocab_used, model.lm_head.weight.shape[0]))
+                 % (vocab_used, vocab_of(model)))
     model.init_like_noeira(torch.Generator().manual_seed(args.seed))
     params = sum(p.numel() for p in model.parameters())
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -190,7 +213,7 @@ def evaluate(args):
         stored = f.attrs["model"]
         stored = stored.decode() if isinstance(stored, bytes) else str(stored)
         model = make_model(stored)
-        torch_gpt.load_noeira(model, f)
+        load_noeira(model, f)
     loss = full_split_loss(model, val_ids, model.block)
     print("noeira model %s on the full validation split (scored by torch): loss %.4f"
           % (args.params, loss), flush=True)
@@ -201,7 +224,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train")
-    t.add_argument("--model", choices=sorted(PRESETS), default="gpt-char")
+    t.add_argument("--model", choices=sorted(PRESETS) + sorted(RECURRENT_PRESETS), default="gpt-char")
     t.add_argument("--steps", type=int, default=2000)
     t.add_argument("--time-from", type=int, default=0, help="steps before it are warm-up")
     t.add_argument("--batch", type=int, default=12)

@@ -16,9 +16,9 @@ usage: safetensors_torch_check.py check DIR [--perturb PRESET]
 The models: mlp = torch.nn.Sequential(Linear, ReLU, Linear, ReLU, Linear); gpt-tiny =
 tests/torch_gpt.py's nanoGPT model, whose c_attn/c_proj/c_fc weights are the transpose of GPT-2's
 Conv1D ones in the file; resnet18 = torchvision.models.resnet18(num_classes=10) with the 3x3
-stride-1 stem and no max pooling (noeira's CIFAR variant); lstm-tiny = nn.Embedding, a two-layer
-nn.LSTM (batch_first) and nn.Linear as `embed`, `rnn` and `head`. Exits 0 when all match, 1 naming
-every mismatch, 77 (ctest's skip) without torch or torchvision.
+stride-1 stem and no max pooling (noeira's CIFAR variant); lstm-tiny =
+tests/torch_recurrent_lm.py's embedding, two-layer nn.LSTM and linear head. Exits 0 when all
+match, 1 naming every mismatch, 77 (ctest's skip) without torch or torchvision.
 """
 import os
 import sys
@@ -33,6 +33,7 @@ try:
     import torchvision
 
     import torch_gpt
+    import torch_recurrent_lm
 except ImportError as e:  # a machine without python3-torch skips, it does not pass
     print("safetensors_torch_check: no torch or torchvision (%s): skipped" % e)
     sys.exit(77)
@@ -42,21 +43,8 @@ PRESETS = ("mlp", "gpt-tiny", "resnet18", "lstm-tiny")
 LANGUAGE_MODELS = ("gpt-tiny", "lstm-tiny")
 GPT_TINY = dict(vocab=256, block=16, layers=2, heads=2, width=32)
 GPT_BATCH = 2
-LSTM_TINY = dict(vocab=256, width=16, hidden=32)
+LSTM_TINY = dict(vocab=256, block=16, width=16, hidden=32)
 CONV1D = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
-
-
-class RecurrentLm(nn.Module):
-    """noeira's lstm-* presets: embedding, two LSTM layers, linear head."""
-
-    def __init__(self, vocab, width, hidden):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, width)
-        self.rnn = nn.LSTM(width, hidden, num_layers=2, batch_first=True)
-        self.head = nn.Linear(hidden, vocab)
-
-    def forward(self, ids):
-        return self.head(self.rnn(self.embed(ids))[0])
 
 
 def make_model(preset):
@@ -66,7 +54,7 @@ def make_model(preset):
     if preset == "gpt-tiny":
         return torch_gpt.GPT(**GPT_TINY)
     if preset == "lstm-tiny":
-        return RecurrentLm(**LSTM_TINY)
+        return torch_recurrent_lm.RecurrentLm("lstm", **LSTM_TINY)
     model = torchvision.models.resnet18(num_classes=10)
     model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
     model.maxpool = nn.Identity()
