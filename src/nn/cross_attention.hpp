@@ -80,7 +80,7 @@ class CrossAttention : public attention::HeadSplit<C, Heads, KvHeads> {
 
   // The gradient of input i (0: x, 1: memory) from the last vjp.
   const Tensor& input_grad(int i) const {
-    return attention::pick_input_grad("CrossAttention", have_grads_, i, {&dx_, &dmemory_});
+    return pick_input_grad("CrossAttention", have_grads_, i, {&dx_, &dmemory_});
   }
 
   template <class Visitor>
