@@ -12,6 +12,7 @@
 // Multi-input convention (core/module.hpp): forward(ctx, x, memory [, memory_lengths]); vjp
 // returns dx and input_grad(1) the memory's gradient; InputGrad::Skip skips both. Each
 // projection writes its parameter gradients before its input gradient.
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -32,6 +33,7 @@ class CrossAttention : public attention::HeadSplit<C, Heads, KvHeads> {
   using Split::grouped, Split::head_dim, Split::in_dim, Split::kv_width, Split::out_dim;
   static constexpr int arity = 2;
   static constexpr std::int64_t memory_dim = Cm;
+  static constexpr std::array<std::int64_t, 2> input_dims = {C, Cm};  // x, memory
 
   explicit CrossAttention(const Init& init)
       : q_(init.named_child("q")), kv_(init.named_child("kv")), repeat_k_(init),
@@ -80,7 +82,7 @@ class CrossAttention : public attention::HeadSplit<C, Heads, KvHeads> {
 
   // The gradient of input i (0: x, 1: memory) from the last vjp.
   const Tensor& input_grad(int i) const {
-    return attention::pick_input_grad("CrossAttention", have_grads_, i, {&dx_, &dmemory_});
+    return pick_input_grad("CrossAttention", have_grads_, i, {&dx_, &dmemory_});
   }
 
   template <class Visitor>

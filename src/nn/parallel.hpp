@@ -1,6 +1,6 @@
 #pragma once
 // Parallel<M0, M1, ...>: every child reads the same input; their outputs are concatenated along
-// the feature dimension (child 0's columns first). Child i is named "i" in the walk.
+// the feature dimension (child 0's columns first, by a Concat). Child i is named "i" in the walk.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -10,30 +10,15 @@
 
 #include "core/module.hpp"
 #include "nn/indexed_children.hpp"
+#include "nn/merge.hpp"
 
 namespace noeira {
-
-namespace detail {
-// Column offset of each child's block in the concatenated output.
-template <std::size_t N>
-constexpr std::array<std::int64_t, N> prefix_offsets(const std::array<std::int64_t, N>& widths) {
-  std::array<std::int64_t, N> off{};
-  std::int64_t at = 0;
-  for (std::size_t i = 0; i < N; ++i) {
-    off[i] = at;
-    at += widths[i];
-  }
-  return off;
-}
-}  // namespace detail
 
 template <Module... Ms>
 class Parallel {
   static_assert(sizeof...(Ms) > 0, "Parallel needs at least one module");
   using Children = std::tuple<Ms...>;
   static constexpr std::size_t count = sizeof...(Ms);
-  static constexpr std::array<std::int64_t, count> widths = {Ms::out_dim...};
-  static constexpr std::array<std::int64_t, count> offsets = detail::prefix_offsets(widths);
 
   static constexpr std::int64_t first_in = std::tuple_element_t<0, Children>::in_dim;
   static_assert(((Ms::in_dim == first_in) && ...),
@@ -44,20 +29,25 @@ class Parallel {
   static constexpr std::int64_t in_dim = first_in;
   static constexpr std::int64_t out_dim = (Ms::out_dim + ...);
 
-  explicit Parallel(const Init& init) : children_(init) {}
+  explicit Parallel(const Init& init) : children_(init), concat_(init) {}
 
+  // The children run in index order (their unit hooks too), then their outputs are joined.
   const Tensor& forward(Context& ctx, const Tensor& x) {
     check_input_rows(ctx, x, in_dim, "Parallel");
-    y_.resize(output_shape(x.shape(), in_dim, out_dim), ctx.target);
-    forward_each(ctx, x, std::index_sequence_for<Ms...>{});
-    return y_;
+    return [&]<std::size_t... Is>(std::index_sequence<Is...>) -> const Tensor& {
+      const std::array<const Tensor*, count> ys{&children_.template get<Is>().forward(ctx, x)...};
+      return concat_.forward(ctx, *ys[Is]...);
+    }(std::index_sequence_for<Ms...>{});
   }
 
   // Each child gets its own contiguous slice of dy (children expect dense [rows, out] inputs).
   // Input gradients are summed in child order, so the result does not depend on anything else.
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    if (input_grad == InputGrad::Compute) dx_.resize(output_shape(dy.shape(), out_dim, in_dim), ctx.target);
-    vjp_each(ctx, dy, input_grad, std::index_sequence_for<Ms...>{});
+    concat_.vjp(ctx, dy, InputGrad::Compute);
+    if (input_grad == InputGrad::Compute) {
+      dx_.resize(output_shape(dy.shape(), out_dim, in_dim), ctx.target);
+    }
+    vjp_each(ctx, input_grad, std::index_sequence_for<Ms...>{});
     return input_grad == InputGrad::Compute ? dx_ : empty_;
   }
 
@@ -71,30 +61,14 @@ class Parallel {
 
  private:
   template <std::size_t... Is>
-  void forward_each(Context& ctx, const Tensor& x, std::index_sequence<Is...>) {
-    (forward_child<Is>(ctx, x), ...);
+  void vjp_each(Context& ctx, InputGrad input_grad, std::index_sequence<Is...>) {
+    (vjp_child<Is>(ctx, input_grad), ...);
   }
 
   template <std::size_t I>
-  void forward_child(Context& ctx, const Tensor& x) {
-    const Tensor& yi = children_.template get<I>().forward(ctx, x);
-    ctx.k->copy_columns(ctx.stream, GradMode::Overwrite, y_.data() + offsets[I], out_dim,
-                        yi.data(), widths[I], x.numel() / in_dim, widths[I]);
-  }
-
-  template <std::size_t... Is>
-  void vjp_each(Context& ctx, const Tensor& dy, InputGrad input_grad, std::index_sequence<Is...>) {
-    (vjp_child<Is>(ctx, dy, input_grad), ...);
-  }
-
-  template <std::size_t I>
-  void vjp_child(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    const std::int64_t rows = dy.numel() / out_dim;
-    Tensor& dyi = dys_[I];
-    dyi.resize(output_shape(dy.shape(), out_dim, widths[I]), ctx.target);
-    ctx.k->copy_columns(ctx.stream, GradMode::Overwrite, dyi.data(), widths[I],
-                        dy.data() + offsets[I], out_dim, rows, widths[I]);
-    const Tensor& dxi = children_.template get<I>().vjp(ctx, dyi, input_grad);
+  void vjp_child(Context& ctx, InputGrad input_grad) {
+    const Tensor& dxi =
+        children_.template get<I>().vjp(ctx, concat_.input_grad(static_cast<int>(I)), input_grad);
     if (input_grad == InputGrad::Skip) return;
     if constexpr (I == 0) {
       ctx.k->copy(ctx.stream, dx_.data(), dxi.data(),
@@ -105,9 +79,8 @@ class Parallel {
   }
 
   IndexedChildren<Ms...> children_;
-  Tensor y_;                         // [rows, out_dim] concatenated outputs
-  std::array<Tensor, count> dys_;    // [rows, widths[i]] child i's slice of dy
-  Tensor dx_;                        // [rows, in_dim] sum of the children's input gradients
+  Concat<Ms::out_dim...> concat_;  // the outputs' join; its input gradients are dy's slices
+  Tensor dx_;                      // [rows, in_dim] sum of the children's input gradients
   Tensor empty_;
 };
 

@@ -18,10 +18,10 @@
 // input_grad(1), input_grad(2) return dk and dv. InputGrad::Skip skips all three.
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <string_view>
 
 #include "core/module.hpp"
+#include "nn/input_grads.hpp"
 #include "nn/sequence_shape.hpp"
 
 namespace noeira {
@@ -39,18 +39,6 @@ struct HeadsView {
 };
 using ConstHeads = HeadsView<const float>;
 using MutHeads = HeadsView<float>;
-
-namespace attention {
-// input_grad(i) of a multi-input leaf: grads[i] of the last vjp, else an error naming the module.
-inline const Tensor& pick_input_grad(std::string_view module, bool have_grads, int i,
-                                     std::initializer_list<const Tensor*> grads) {
-  if (!have_grads || i < 0 || i >= static_cast<int>(grads.size())) {
-    throw Error(detail::concat(module, ": no gradient of input ", i, " (inputs 0..",
-                               grads.size() - 1, ", after a vjp with InputGrad::Compute)"));
-  }
-  return *grads.begin()[i];
-}
-}  // namespace attention
 
 // The view of a dense [batch, seq, width] tensor.
 inline ConstHeads heads_of(const Tensor& t) {
@@ -97,8 +85,7 @@ class ScaledDotProductAttention {
 
   // The gradient of input i (0: q, 1: k, 2: v) from the last vjp.
   const Tensor& input_grad(int i) const {
-    return attention::pick_input_grad("ScaledDotProductAttention", have_grads_, i,
-                                      {&dq_, &dk_, &dv_});
+    return pick_input_grad("ScaledDotProductAttention", have_grads_, i, {&dq_, &dk_, &dv_});
   }
 
   template <class Visitor>
