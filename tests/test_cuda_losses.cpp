@@ -43,6 +43,11 @@ TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
           Tensor labels = ids_on(t, label_values);
           Tensor logits = random_on(t, {rows, classes}, 81, -20.0f, 20.0f);
           Tensor target = random_on(t, {rows, classes}, 82, 0.0f, 0.2f);  // not summing to one
+          // Two-hot: scalars past both ends of [-1, 1]. Gaussian NLL: means then variances, kept
+          // off the floor, whose 1/v² would dwarf the tolerance; it reads the first cols/2 of
+          // each target row.
+          Tensor scalars = random_on(t, {rows}, 85, -1.5f, 1.5f);
+          Tensor moments = random_on(t, {rows, classes}, 86, 0.05f, 2.0f);
           Tensor loss({rows}, t);
           Tensor grad({rows, classes}, t);
           Outputs o;
@@ -57,6 +62,13 @@ TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
             if (kind == LossKind::CrossEntropy) {
               a.labels = labels.ids();
               a.ignore_index = ignore;
+            } else if (kind == LossKind::TwoHot) {
+              a.target = scalars.data();
+              a.bin_low = -1.0f;
+              a.bin_high = 1.0f;
+            } else if (kind == LossKind::GaussianNll) {
+              a.pred = moments.data();
+              a.target = target.data();
             } else {
               a.target = target.data();
             }
@@ -70,6 +82,8 @@ TEST(CudaVsCpu, LossesWithAndWithoutGradient) {
           run(LossKind::CrossEntropy, "ce", 0.25f);
           run(LossKind::SoftCrossEntropy, "soft ce", 0.5f);
           run(LossKind::Mse, "mse", 2.0f);
+          run(LossKind::TwoHot, "two-hot", 0.25f);
+          if (classes % 2 == 0) run(LossKind::GaussianNll, "gaussian nll", 0.5f);  // 2·d columns
           return o;
         },
         Tol{1e-5, 1e-5});

@@ -2,6 +2,7 @@
 // Softmax cross-entropy against integer class labels.
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "loss/row_loss.hpp"
 
@@ -23,7 +24,12 @@ struct CrossEntropyOptions {
 class CrossEntropyLoss : public RowLoss {
  public:
   explicit CrossEntropyLoss(CrossEntropyOptions options = {})
-      : RowLoss({LossKind::CrossEntropy, "CrossEntropyLoss", "logits", "labels",
+      : CrossEntropyLoss(options, "CrossEntropyLoss") {}
+
+ protected:
+  // For a loss made of this one (SequenceCrossEntropyLoss), whose name its errors must carry.
+  CrossEntropyLoss(CrossEntropyOptions options, std::string_view name)
+      : RowLoss({LossKind::CrossEntropy, name, "logits", "labels",
                  options.ignore_index ? *options.ignore_index : kNoIgnoreIndex}) {}
 };
 

@@ -11,13 +11,30 @@ RowLossArgs RowLoss::inputs(const Context& ctx, const Tensor& pred, const Tensor
   args.pred = pred.data();
   args.rows = pred.dim(0);
   args.cols = pred.dim(1);
-  if (spec_.kind == LossKind::CrossEntropy) {
-    loss_checks::labels(ctx, target, args.rows, args.cols, spec_.ignore_index, spec_.name);
-    args.labels = target.ids();
-    args.ignore_index = spec_.ignore_index;
-  } else {
-    loss_checks::same_shape(ctx, pred, target, spec_.name, spec_.pred_name, spec_.target_name);
-    args.target = target.data();
+  switch (spec_.kind) {
+    case LossKind::CrossEntropy:
+      loss_checks::labels(ctx, target, args.rows, args.cols, spec_.ignore_index, spec_.name);
+      args.labels = target.ids();
+      args.ignore_index = spec_.ignore_index;
+      break;
+    case LossKind::TwoHot:
+      loss_checks::bins(pred, spec_.name, spec_.pred_name);
+      loss_checks::scalars(ctx, target, args.rows, spec_.name, spec_.target_name);
+      args.target = target.data();
+      args.bin_low = spec_.bin_low;
+      args.bin_high = spec_.bin_high;
+      break;
+    case LossKind::GaussianNll:
+      loss_checks::means_variances(ctx, pred, target, spec_.name, spec_.pred_name,
+                                   spec_.target_name);
+      args.target = target.data();
+      args.variance_floor = spec_.variance_floor;
+      break;
+    case LossKind::SoftCrossEntropy:
+    case LossKind::Mse:
+      loss_checks::same_shape(ctx, pred, target, spec_.name, spec_.pred_name, spec_.target_name);
+      args.target = target.data();
+      break;
   }
   return args;
 }

@@ -1,9 +1,10 @@
 #pragma once
 // The one skeleton of the losses that are a sum over rows (cross-entropy, soft cross-entropy,
-// MSE): check the arguments, run the kernel table's row_loss into a per-row buffer, and add the
-// rows' sum to a double that stays in the target's memory, so that a training step need not wait
-// for the device to learn its loss. Each loss is a thin instance (cross_entropy.hpp, mse.hpp,
-// soft_cross_entropy.hpp) that names its tensors and its LossKind.
+// MSE, two-hot, Gaussian NLL): check the arguments, run the kernel table's row_loss into a
+// per-row buffer, and add the rows' sum to a double that stays in the target's memory, so that a
+// training step need not wait for the device to learn its loss. Each loss is a thin instance
+// (cross_entropy.hpp, mse.hpp, soft_cross_entropy.hpp, two_hot.hpp, gaussian_nll.hpp) that names
+// its tensors and its LossKind.
 #include <cstdint>
 #include <string_view>
 
@@ -40,6 +41,8 @@ class RowLoss {
     std::string_view pred_name;    // "logits", "pred"
     std::string_view target_name;  // "labels", "targets", "target"
     std::int64_t ignore_index = kNoIgnoreIndex;  // cross-entropy only
+    float bin_low = 0.0f, bin_high = 1.0f;       // two-hot only
+    float variance_floor = 1e-6f;                // Gaussian NLL only
   };
   explicit RowLoss(const Spec& spec) : spec_(spec) {}
 
