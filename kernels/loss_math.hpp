@@ -81,10 +81,15 @@ NOEIRA_HD float mse_row(const Row& row, float* dp, const float* p, const float* 
 }
 
 // Soft CE against the two-hot encoding of y over n bins evenly spaced on [low, high]: y (clamped)
-// falls between bins k and k+1 at fraction w, so the target is (1 - w) at k and w at k+1.
+// falls between bins k and k+1 at fraction w, so the target is (1 - w) at k and w at k+1. A NaN
+// target, which the clamp would silently turn into `low`, poisons its row instead.
 template <class Row>
 NOEIRA_HD float two_hot_row(const Row& row, float* dx, const float* x, float y, float low,
                             float high, float scale) {
+  if (y != y) {
+    if (dx != nullptr) row.each([&](std::int64_t c) { dx[c] = NAN; });
+    return NAN;
+  }
   const std::int64_t n = row.size();
   std::int64_t k = 0;
   float w = 0.0f;

@@ -343,6 +343,20 @@ TEST(TwoHotLoss, EdgeTargetsMatchTheWrittenOutEncoding) {
   for (std::size_t i = 0; i < ga.size(); ++i) EXPECT_NEAR(ga[i], gb[i], 1e-6) << "element " << i;
 }
 
+// A NaN target is no position between bins: its row's loss and gradient are NaN, the others'
+// untouched.
+TEST(TwoHotLoss, ANanTargetPoisonsItsRowOnly) {
+  Context ctx = cpu();
+  const Tensor logits = matrix(2, 3, random_values(6, 33, -1.0f, 1.0f));
+  TwoHotLoss two_hot(0.0f, 1.0f);
+  EXPECT_TRUE(std::isnan(two_hot.forward_backward(ctx, logits, scalars({0.5f, NAN}), 0.5f)));
+  const std::vector<float> g = two_hot.grad().to_vector();
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_TRUE(std::isfinite(g[c])) << c;
+    EXPECT_TRUE(std::isnan(g[3 + c])) << c;
+  }
+}
+
 TEST(TwoHotLoss, OnABinIsCrossEntropyWithThatLabel) {
   Context ctx = cpu();
   const Tensor logits = matrix(2, 4, random_values(8, 32, -2.0f, 2.0f));

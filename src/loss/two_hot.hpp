@@ -12,7 +12,7 @@ namespace noeira {
 // [rows] F32, one scalar per row (RowLoss documents the calls). The scalar, clamped to the range,
 // lies between bins k and k + 1 at fraction w; the per-row loss is the soft cross-entropy against
 // (1 - w) at k and w at k + 1, so a target on a bin is that bin's one-hot. The gradient reaches
-// the logits only.
+// the logits only. A NaN target gives its row a NaN loss and gradient, never a silent bin.
 class TwoHotLoss : public RowLoss {
  public:
   TwoHotLoss(float bin_low, float bin_high) : RowLoss(spec(bin_low, bin_high)) {}
