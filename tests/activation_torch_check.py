@@ -39,34 +39,21 @@ REFERENCES = {
 }
 
 
+def check_case(case, t, failures):
+    name = case["name"]
+    if name not in REFERENCES:
+        sys.exit("activation_torch_check: no reference for %s" % name)
+    x = torch.tensor(t[name + "/x"], dtype=torch.float64, requires_grad=True)
+    y = REFERENCES[name](x)
+    (y * torch.tensor(t[name + "/dy"], dtype=torch.float64)).sum().backward()
+    worst = max(torch_cases.compare(name + "/y", t[name + "/y"], y, failures, RTOL, ATOL),
+                torch_cases.compare(name + "/dx", t[name + "/dx"], x.grad, failures, RTOL, ATOL))
+    print("%-12s largest difference %.3f of the allowed" % (name, worst))
+
+
 def main():
-    args = sys.argv[1:]
-    perturb = torch_cases.take_perturb(args)
-    if len(args) != 1:
-        sys.exit(__doc__)
-    cases, t = torch_cases.load(args[0])
-    if perturb is not None:
-        torch_cases.perturb(t, perturb, "activation_torch_check")
-    if not cases:
-        sys.exit("activation_torch_check: the file holds no case")
-    failures = []
-    for case in cases:
-        name = case["name"]
-        if name not in REFERENCES:
-            sys.exit("activation_torch_check: no reference for %s" % name)
-        x = torch.tensor(t[name + "/x"], dtype=torch.float64, requires_grad=True)
-        y = REFERENCES[name](x)
-        (y * torch.tensor(t[name + "/dy"], dtype=torch.float64)).sum().backward()
-        worst = max(torch_cases.compare(name + "/y", t[name + "/y"], y, failures, RTOL, ATOL),
-                    torch_cases.compare(name + "/dx", t[name + "/dx"], x.grad, failures, RTOL,
-                                        ATOL))
-        print("%-12s largest difference %.3f of the allowed" % (name, worst))
-    for f in failures:
-        print("activation_torch_check: " + f)
-    if failures:
-        sys.exit(1)
-    print("activation_torch_check: %d activations' outputs and gradients match torch"
-          % len(cases))
+    torch_cases.check_cases(sys.argv[1:], "activation_torch_check", __doc__, check_case,
+                            "activations' outputs and gradients")
 
 
 if __name__ == "__main__":

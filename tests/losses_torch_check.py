@@ -75,33 +75,22 @@ def sequence(case, t):
 REFERENCES = {"two_hot": two_hot, "gaussian_nll": gaussian_nll, "sequence": sequence}
 
 
+def check_case(case, t, failures):
+    name = case["name"]
+    if name not in REFERENCES:
+        sys.exit("losses_torch_check: no reference for %s" % name)
+    loss, grads = REFERENCES[name](case, t)
+    worst = torch_cases.compare(name + "/loss", np.array(case["loss"], dtype=np.float64), loss,
+                                failures, RTOL, ATOL)
+    for gname, ref in grads.items():
+        worst = max(worst, torch_cases.compare(gname, t[gname], ref, failures, RTOL, ATOL))
+    print("%-13s loss noeira %.9f torch %.9f; largest difference %.3f of the allowed"
+          % (name, case["loss"], loss.item(), worst))
+
+
 def main():
-    args = sys.argv[1:]
-    perturb = torch_cases.take_perturb(args)
-    if len(args) != 1:
-        sys.exit(__doc__)
-    cases, t = torch_cases.load(args[0])
-    if perturb is not None:
-        torch_cases.perturb(t, perturb, "losses_torch_check")
-    if not cases:
-        sys.exit("losses_torch_check: the file holds no case")
-    failures = []
-    for case in cases:
-        name = case["name"]
-        if name not in REFERENCES:
-            sys.exit("losses_torch_check: no reference for %s" % name)
-        loss, grads = REFERENCES[name](case, t)
-        worst = torch_cases.compare(name + "/loss", np.array(case["loss"], dtype=np.float64),
-                                    loss, failures, RTOL, ATOL)
-        for gname, ref in grads.items():
-            worst = max(worst, torch_cases.compare(gname, t[gname], ref, failures, RTOL, ATOL))
-        print("%-13s loss noeira %.9f torch %.9f; largest difference %.3f of the allowed"
-              % (name, case["loss"], loss.item(), worst))
-    for f in failures:
-        print("losses_torch_check: " + f)
-    if failures:
-        sys.exit(1)
-    print("losses_torch_check: %d losses and their gradients match torch" % len(cases))
+    torch_cases.check_cases(sys.argv[1:], "losses_torch_check", __doc__, check_case,
+                            "losses and their gradients")
 
 
 if __name__ == "__main__":

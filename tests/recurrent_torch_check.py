@@ -53,23 +53,8 @@ def check_case(case, t, failures):
 
 
 def main():
-    args = sys.argv[1:]
-    perturb = torch_cases.take_perturb(args)
-    if len(args) != 1:
-        sys.exit(__doc__)
-    cases, t = torch_cases.load(args[0])
-    if perturb is not None:
-        torch_cases.perturb(t, perturb, "recurrent_torch_check")
-    if not cases:
-        sys.exit("recurrent_torch_check: the file holds no case")
-    failures = []
-    for case in cases:
-        check_case(case, t, failures)
-    for f in failures:
-        print("recurrent_torch_check: " + f)
-    if failures:
-        sys.exit(1)
-    print("recurrent_torch_check: %d stacks' outputs and gradients match torch" % len(cases))
+    torch_cases.check_cases(sys.argv[1:], "recurrent_torch_check", __doc__, check_case,
+                            "stacks' outputs and gradients")
 
 
 if __name__ == "__main__":

@@ -122,3 +122,26 @@ def report(who, refs, tensors, rtol, atol, what):
     if failures:
         sys.exit(1)
     print("%s: %s match torch" % (who, what))
+
+
+def check_cases(argv, who, usage, check_case, what):
+    """A check over a file of several cases: argv is [FILE] [--perturb TENSOR]. Calls
+    check_case(case, tensors, failures) for each case (it compares and prints its own line), then
+    exits 1 naming every mismatch, or prints that `what` match torch."""
+    args = list(argv)
+    name = take_perturb(args)
+    if len(args) != 1:
+        sys.exit(usage)
+    cases, tensors = load(args[0])
+    if name is not None:
+        perturb(tensors, name, who)
+    if not cases:
+        sys.exit("%s: the file holds no case" % who)
+    failures = []
+    for case in cases:
+        check_case(case, tensors, failures)
+    for f in failures:
+        print("%s: %s" % (who, f))
+    if failures:
+        sys.exit(1)
+    print("%s: %d %s match torch" % (who, len(cases), what))
