@@ -44,6 +44,21 @@ TEST(CliText, AShortRunSavesTheModelWithItsVocabulary) {
   EXPECT_EQ(g.out.rfind("stitch", 0), 0u) << g.out;
 }
 
+// A recurrent LM trains at its preset's learning rate where the user gives none, over the text
+// runs' default, and at the user's where one is given.
+TEST(CliText, ARecurrentLmTakesItsPresetsLearningRate) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  const std::string run = "train --data text --model lstm-tiny --text-file " + write_corpus(dir) +
+                          " --steps 2 --eval-every 2 --eval-batches 1 --threads 1 --out ";
+  const Output preset = noeira(dir, run + (dir / "a").string());
+  ASSERT_EQ(preset.code, 0) << preset.err;
+  EXPECT_NE(preset.out.find("optimizer adamw lr 0.003 "), std::string::npos) << preset.out;
+  const Output given = noeira(dir, run + (dir / "b").string() + " --lr 5e-4");
+  ASSERT_EQ(given.code, 0) << given.err;
+  EXPECT_NE(given.out.find("optimizer adamw lr 0.0005 "), std::string::npos) << given.out;
+}
+
 TEST(CliText, MistakesAreOneLineErrors) {
   REQUIRE_BINARY();
   TempDir dir;

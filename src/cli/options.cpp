@@ -305,7 +305,21 @@ void finish_config(Command& c) {
     opt->add_result(value);
     opt->run_callback();
   };
-  for (const auto& [flag, value] : data_set_defaults(c.config)) default_to(flag, value);
+  // The data set's model first (a text run's gpt-char), so that its other defaults give way to
+  // the ones the preset names (a recurrent LM's learning rate).
+  const auto& data_defaults = data_set_defaults(c.config);
+  for (const auto& [flag, value] : data_defaults) {
+    if (flag == "--model") default_to(flag, value);
+  }
+  const PresetInfo* preset = find_preset(c.config.model);
+  auto preset_sets = [&](const std::string& flag) {
+    if (preset == nullptr) return false;
+    return std::ranges::any_of(preset->defaults,
+                               [&](const FlagDefault& d) { return d.flag == flag; });
+  };
+  for (const auto& [flag, value] : data_defaults) {
+    if (flag != "--model" && !preset_sets(flag)) default_to(flag, value);
+  }
   if (is_text(c.config)) {
     // nanoGPT warms up for 100 steps; a shorter run warms up for its first tenth.
     CLI::Option* warmup = c.app->get_option_no_throw("--warmup");
@@ -317,7 +331,7 @@ void finish_config(Command& c) {
   check_task_options(*c.app, c.config);
   // After the text defaults, which name a text run's model, and after the check of what the user
   // gave (a preset's defaults are not the user's mistakes).
-  if (const PresetInfo* preset = find_preset(c.config.model); preset != nullptr) {
+  if (preset != nullptr) {
     for (const FlagDefault& d : preset->defaults) {
       default_to(std::string(d.flag), std::string(d.value));
     }
