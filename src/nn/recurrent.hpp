@@ -58,7 +58,7 @@ class Recurrent {
     ctx.k->linear_forward(ctx.stream, Activation::Identity, gates_.data(), nullptr, x.data(),
                           weight_ih_.val.data(), bias_ih_.val.data(), rows, In, gate_width);
     for (std::int64_t t = 0; t < s.seq; ++t) {
-      RecurrentStep step = at_step(t);
+      const RecurrentStep step = at_step(t);
       if (t > 0) {
         // LSTM: gates += h_prev · W_hhᵀ; GRU: hidden_gates = h_prev · W_hhᵀ (kept apart: its n
         // part is gated by r).
@@ -66,10 +66,6 @@ class Recurrent {
         product(ctx, true, gate_width, Hidden, lstm ? 1.0f : 0.0f,
                 {step.h_prev, s.seq * Hidden}, {weight_hh_.val.data(), Hidden},
                 {lstm ? step.gates : step.hidden_gates, s.seq * gate_width});
-      } else {
-        step.h_prev = nullptr;
-        step.c_prev = nullptr;
-        step.hidden_gates = nullptr;
       }
       ctx.k->recurrent_step_forward(ctx.stream, step);
     }
@@ -98,11 +94,6 @@ class Recurrent {
     }
     for (std::int64_t t = s.seq - 1; t >= 0; --t) {
       RecurrentStep step = at_step(t);
-      if (t == 0) {
-        step.h_prev = nullptr;
-        step.c_prev = nullptr;
-        step.hidden_gates = nullptr;
-      }
       step.dy = dy.data() + t * Hidden;
       step.dh = dh_.data();
       step.dc = Cell == RecurrentCell::Lstm ? dc_.data() : nullptr;
@@ -145,7 +136,8 @@ class Recurrent {
  private:
   static float bound() { return 1.0f / std::sqrt(static_cast<float>(Hidden)); }
 
-  // The step-t slices of the forward's tensors.
+  // The step-t slices of the forward's tensors; at t = 0 the previous state and the recurrent
+  // product are null, the zero initial state (RecurrentStep).
   RecurrentStep at_step(std::int64_t t) {
     RecurrentStep step;
     step.cell = Cell;
@@ -156,12 +148,12 @@ class Recurrent {
     step.bias_hh = bias_hh_.val.data();
     step.h = y_.data() + t * Hidden;
     step.h_next_prev = t + 1 < shape_.seq ? h_prev_.data() + (t + 1) * Hidden : nullptr;
-    step.h_prev = h_prev_.data() + t * Hidden;
+    step.h_prev = t > 0 ? h_prev_.data() + t * Hidden : nullptr;
     if constexpr (Cell == RecurrentCell::Lstm) {
       step.c = c_.data() + t * Hidden;
       step.c_prev = t > 0 ? c_.data() + (t - 1) * Hidden : nullptr;
     } else {
-      step.hidden_gates = hidden_gates_.data() + t * gate_width;
+      step.hidden_gates = t > 0 ? hidden_gates_.data() + t * gate_width : nullptr;
     }
     return step;
   }
