@@ -38,7 +38,49 @@ void GradReducer::before_vjp(std::size_t /*unit*/) {
   if (store_.residency().grads == Extent::Slice) wait_pending();
 }
 
+GradMode GradReducer::begin_micro_batch(int index, int count) {
+  NOEIRA_CHECK(count >= 1 && index >= 0 && index < count, "gradient reducer: micro-batch ", index,
+               " of ", count);
+  NOEIRA_CHECK(index == micro_index_ + 1 || (index == 0 && idle()),
+               "gradient reducer: micro-batch ", index, " after ", micro_index_,
+               " (in order, and the step's reductions finished before the next step)");
+  const bool full = store_.residency().grads == Extent::Full;
+  if (index > 0 && !full) {
+    // Every unit must have left with the last micro-batch: its sum is incomplete otherwise.
+    for (std::size_t u = 0; u < launched_.size(); ++u) {
+      NOEIRA_CHECK(launched_[u], "gradient reducer: unit ", u, " was not reduced in micro-batch ",
+                   micro_index_, "; drive backward with dist::vjp_units");
+    }
+    std::fill(launched_.begin(), launched_.end(), false);
+  }
+  micro_index_ = index;
+  micro_count_ = count;
+  if (count > 1 && !full && !scratch_.defined()) {
+    std::int64_t largest = 0;
+    for (const FlatLayout& u : store_.layout().units) largest = std::max(largest, u.shard_size);
+    scratch_.resize({largest}, store_.target());
+    pinned_sums_.resize(store_.unit_count());
+    for (std::size_t u = 0; u < store_.unit_count(); ++u) {
+      if (store_.pinned(u)) {
+        pinned_sums_[u].resize({store_.layout().units[u].shard_size}, store_.target());
+      }
+    }
+  }
+  return full && index > 0 ? GradMode::Accumulate : GradMode::Overwrite;
+}
+
+std::int64_t GradReducer::scratch_bytes() const {
+  auto bytes_of = [](const Tensor& t) -> std::int64_t {
+    return t.defined() ? t.numel() * static_cast<std::int64_t>(sizeof(float)) : 0;
+  };
+  std::int64_t bytes = bytes_of(scratch_);
+  for (const Tensor& t : pinned_sums_) bytes += bytes_of(t);
+  return bytes;
+}
+
 void GradReducer::after_vjp(std::size_t unit) {
+  // Full gradients add up locally until the step's last micro-batch.
+  if (store_.residency().grads == Extent::Full && !last_micro_batch()) return;
   if (store_.residency().state == Extent::Full) {
     launch_ready_buckets(unit);
   } else {
@@ -48,7 +90,7 @@ void GradReducer::after_vjp(std::size_t unit) {
     }
   }
   // MPI progresses non-blocking collectives only inside MPI calls: poke the ones in flight.
-  for (Work& w : pending_) w.is_completed();
+  for (Pending& p : pending_) p.work.is_completed();
 }
 
 void GradReducer::launch_ready_buckets(std::size_t finished_unit) {
@@ -56,7 +98,7 @@ void GradReducer::launch_ready_buckets(std::size_t finished_unit) {
   for (Bucket& b : buckets_) {
     if (b.launched || b.final_after < finished_unit) continue;
     b.launched = true;
-    pending_.push_back(group_.allreduce(floats(grads + b.flat.begin, b.flat.size())));
+    pending_.push_back({group_.allreduce(floats(grads + b.flat.begin, b.flat.size())), {}});
   }
 }
 
@@ -64,18 +106,63 @@ void GradReducer::launch_unit(std::size_t unit) {
   launched_[unit] = true;
   const FlatLayout& u = store_.layout().units[unit];
   if (u.padded_size == 0) return;  // a unit without parameters
+  if (micro_count_ > 1 && store_.residency().grads == Extent::Slice &&
+      (micro_index_ > 0 || store_.pinned(unit))) {
+    launch_accumulating(unit);
+    return;
+  }
   // Whole gradients (ZeRO-1, a pinned unit): in place, the sum of this rank's slice lands where
   // the slice already is; sliced gradients: from the transient buffer into the rank's slice.
-  pending_.push_back(group_.reduce_scatter(floats(store_.unit_grads(unit), u.padded_size),
-                                           floats(store_.owned_grads(unit), u.shard_size)));
+  pending_.push_back({group_.reduce_scatter(floats(store_.unit_grads(unit), u.padded_size),
+                                            floats(store_.owned_grads(unit), u.shard_size)),
+                      {}});
+}
+
+void GradReducer::launch_accumulating(std::size_t unit) {
+  const FlatLayout& u = store_.layout().units[unit];
+  const KernelTable& k = store_.kernels();
+  const Stream stream = store_.stream();
+  float* owned = store_.owned_grads(unit);
+  const std::int64_t n = u.shard_size;
+  if (store_.pinned(unit) && micro_index_ == 0) {
+    // The first sum of a pinned unit goes straight to its running sum.
+    pending_.push_back({group_.reduce_scatter(floats(store_.unit_grads(unit), u.padded_size),
+                                              floats(pinned_sums_[unit].data(), n)),
+                        {}});
+    return;
+  }
+  // One scratch slice: a unit launched in the same hook as another (a pinned unit and its first
+  // borrower) waits for the other's reduction to be added first.
+  if (scratch_busy_) wait_pending();
+  scratch_busy_ = true;
+  float* reduced = scratch_.data();
+  std::function<void()> then;
+  if (!store_.pinned(unit)) {
+    then = [&k, stream, owned, reduced, n] { k.accumulate(stream, owned, reduced, n); };
+  } else if (!last_micro_batch()) {
+    float* sum = pinned_sums_[unit].data();
+    then = [&k, stream, sum, reduced, n] { k.accumulate(stream, sum, reduced, n); };
+  } else {
+    const float* sum = pinned_sums_[unit].data();
+    then = [&k, stream, owned, sum, reduced, n] { k.add(stream, owned, sum, reduced, n); };
+  }
+  pending_.push_back({group_.reduce_scatter(floats(store_.unit_grads(unit), u.padded_size),
+                                            floats(reduced, n)),
+                      std::move(then)});
 }
 
 void GradReducer::wait_pending() {
-  for (Work& w : pending_) w.wait();
+  for (Pending& p : pending_) {
+    p.work.wait();
+    if (p.then) p.then();
+  }
   pending_.clear();
+  scratch_busy_ = false;
 }
 
 void GradReducer::finish(Policy policy) {
+  NOEIRA_CHECK(last_micro_batch(), "reduce_gradients after micro-batch ", micro_index_, " of ",
+               micro_count_, ": the step's gradients are not complete yet");
   if (store_.residency().state == Extent::Full) {
     launch_ready_buckets(0);
   } else {
@@ -94,6 +181,8 @@ void GradReducer::finish(Policy policy) {
   wait_pending();
   for (Bucket& b : buckets_) b.launched = false;
   std::fill(launched_.begin(), launched_.end(), false);
+  micro_index_ = 0;
+  micro_count_ = 1;
 }
 
 }  // namespace noeira::dist

@@ -15,8 +15,25 @@
 //
 // Reductions are sums over ranks: the trainer scales the loss gradient by 1/global_batch, so the
 // sum is the global mean and nobody applies 1/N.
+//
+// Gradient accumulation (--accum K: one optimizer step over K micro-batches, begin_micro_batch):
+//   full gradients (DDP, ZeRO-1)  the leaves add each micro-batch into the full gradient (the
+//                                 policy hands them GradMode::Accumulate after the first); only
+//                                 the last micro-batch reduces, so a step communicates once
+//   sliced gradients (ZeRO-2/3)   every micro-batch reduce-scatters each unit (no full gradient
+//                                 outlives its unit's vjp): the first into the owned slice, the
+//                                 later ones into a scratch slice that is then added to it. A
+//                                 pinned unit's whole gradient is overwritten by every
+//                                 micro-batch's vjp, slice included, so its sum builds up in a
+//                                 slice of its own and lands in the owned slice at the last one.
+//   Either way each owned element is the left fold g_0 + g_1 + ... of the micro-batches'
+//   reductions in micro-batch order (full gradients: of the local gradients, then reduced), so
+//   ZeRO-1 is DDP's bits and ZeRO-3 ZeRO-2's, at any K; the two pairs differ by rounding.
 #include <cstdint>
+#include <functional>
 #include <vector>
+
+#include "core/tensor.hpp"
 
 #include "distributed/param_store.hpp"
 #include "distributed/process_group.hpp"
@@ -30,6 +47,9 @@ class GradReducer {
   // Before unit u's vjp: where its gradient buffer is still being read by the previous unit's
   // reduction (sliced gradients), wait for it.
   void before_vjp(std::size_t unit);
+  // Micro-batch `index` of `count` of this step starts (no call: one micro-batch). Returns the
+  // gradient mode its leaves write in: Accumulate for later micro-batches of full gradients.
+  GradMode begin_micro_batch(int index, int count);
   // After unit u's vjp: its gradients are final; start what can start.
   void after_vjp(std::size_t unit);
   // Starts what the unit hooks did not (DDP and ZeRO-1 driven without hooks), waits for all.
@@ -37,6 +57,8 @@ class GradReducer {
   void finish(Policy policy);
   // No reduction in flight (the step may read the gradients).
   bool idle() const { return pending_.empty(); }
+  // Bytes of the accumulation buffers (allocated for count > 1 under sliced gradients).
+  std::int64_t scratch_bytes() const;
 
  private:
   struct Bucket {
@@ -45,15 +67,29 @@ class GradReducer {
     bool launched = false;    // this step
   };
 
+  // A reduction in flight and what must follow it once it is done (an accumulation).
+  struct Pending {
+    Work work;
+    std::function<void()> then;
+  };
+
   void launch_ready_buckets(std::size_t finished_unit);
   void launch_unit(std::size_t unit);
+  // A later micro-batch's reduction of unit u, into the scratch slice, then added.
+  void launch_accumulating(std::size_t unit);
   void wait_pending();
+  bool last_micro_batch() const { return micro_index_ + 1 == micro_count_; }
 
   ParamStore& store_;
   ProcessGroup& group_;
   std::vector<Bucket> buckets_;  // full gradients: descending flat order
   std::vector<bool> launched_;   // [units] reduction started this step
-  std::vector<Work> pending_;
+  std::vector<Pending> pending_;
+  bool scratch_busy_ = false;  // a reduction in flight writes scratch_
+  int micro_index_ = 0;
+  int micro_count_ = 1;
+  Tensor scratch_;                   // [largest shard] a later micro-batch's reduced slice
+  std::vector<Tensor> pinned_sums_;  // [units] the running sum of a pinned unit's owned slice
 };
 
 }  // namespace noeira::dist

@@ -153,6 +153,12 @@ void ShardingPolicy::allocate_optimizer_state(const Optimizer& optimizer) {
 
 // --- inspection ------------------------------------------------------------------------------
 
+MemoryReport ShardingPolicy::memory_report() const {
+  MemoryReport report = dist::memory_report(store_, policy_, group_.size());
+  report.transient_bytes += reducer_.scratch_bytes();
+  return report;
+}
+
 std::vector<float> ShardingPolicy::full_parameters() {
   const ShardedLayout& layout = store_.layout();
   std::vector<float> out;

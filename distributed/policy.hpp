@@ -72,6 +72,15 @@ class ShardingPolicy final : public UnitHooks {
   void before_vjp(std::size_t unit) override;
   void after_vjp(std::size_t unit) override;  // its gradients are final: start their reduction
 
+  // Gradient accumulation: micro-batch `index` of the step's `count` starts (in order; no call
+  // means one). Returns the gradient mode its forward and vjp must run in (ctx.grad_mode): the
+  // leaves add into full gradients after the first micro-batch. Only the last micro-batch's
+  // backward is followed by reduce_gradients (distributed/grad_reducer.hpp says what each policy
+  // communicates in between).
+  GradMode begin_micro_batch(int index, int count) {
+    return reducer_.begin_micro_batch(index, count);
+  }
+
   // Finishes every gradient reduction of this step. Afterwards the gradients this rank owns hold
   // the sum over ranks (DDP: every gradient; ZeRO: its slices).
   void reduce_gradients();
@@ -95,7 +104,9 @@ class ShardingPolicy final : public UnitHooks {
   // Allocates m / v as `optimizer` needs them (zeroed), before a load fills them.
   void allocate_optimizer_state(const Optimizer& optimizer);
 
-  MemoryReport memory_report() const { return dist::memory_report(store_, policy_, group_.size()); }
+  // The store's bytes beside the formulas; transient_bytes includes the reducer's accumulation
+  // buffers.
+  MemoryReport memory_report() const;
 
  private:
   bool sliced_values() const { return store_.residency().params == Extent::Slice; }

@@ -76,5 +76,48 @@ TEST(CliRanks, BatchSmallerThanTheRanksIsAnErrorBeforeTheData) {
       "--batch 2 is smaller than the 3 ranks");
 }
 
+// --accum: micro-batches of the same global batch, through the whole binary, under MPI-free
+// simulated ranks: the run one rank trains on whole batches (DESIGN.md's tolerance), and a
+// micro-batch too small for the ranks, or more micro-batches than rows, refused up front.
+TEST(CliRanks, AccumulatedMicroBatchesTrainTheRunOfWholeBatches) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  testing::write_tiny_mnist(dir / "data", 20, 10, false);
+  const std::string run = "train --data-dir " + (dir / "data").string() +
+                          " --batch 6 --epochs 2 --threads 1 --log-every 1 ";
+  const Output one = noeira(dir, run + "--out " + (dir / "one").string());
+  ASSERT_EQ(one.code, 0) << one.err;
+  const std::vector<float> reference = saved_mlp(dir / "one" / "model.h5");
+  double max_p = 0.0;
+  for (float p : reference) max_p = std::max(max_p, static_cast<double>(std::fabs(p)));
+  for (const std::string policy : {"zero1", "zero3"}) {
+    const std::filesystem::path out = dir / policy;
+    const Output accumulated = noeira(
+        dir, run + "--accum 3 --sim-ranks 2 --policy " + policy + " --out " + out.string());
+    ASSERT_EQ(accumulated.code, 0) << policy << ": " << accumulated.err;
+    const std::vector<float> values = saved_mlp(out / "model.h5");
+    ASSERT_EQ(values.size(), reference.size());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::fabs(values[i] - reference[i])));
+    }
+    EXPECT_LE(worst, 1e-4 * max_p + 1e-6) << policy;
+    EXPECT_NEAR(last_train_loss(out / "metrics.jsonl"),
+                last_train_loss(dir / "one" / "metrics.jsonl"), 1e-5)
+        << policy;
+  }
+}
+
+TEST(CliRanks, MicroBatchesSmallerThanTheRanksAreAnErrorBeforeTheData) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  const std::string none = " --data-dir " + (dir / "none").string();
+  expect_one_error_line(noeira(dir, "train --sim-ranks 2 --batch 6 --accum 4" + none),
+                        "--accum 4 splits --batch 6 into micro-batches of 1 rows, fewer than the "
+                        "2 ranks");
+  expect_one_error_line(noeira(dir, "train --batch 6 --accum 7" + none),
+                        "--accum 7 is more micro-batches than the 6 rows of --batch");
+}
+
 }  // namespace
 }  // namespace noeira

@@ -26,7 +26,7 @@ namespace {
 
 // Four units of unequal size, the last one small (as a classifier head usually is).
 using Net4 = Sequential<LinearReLU<40, 64>, LinearTanh<64, 48>, LinearReLU<48, 32>, Linear<32, 10>>;
-constexpr std::int64_t kRows = 8;
+constexpr std::int64_t kRows = 16;  // 4 micro-batches of 4 rows: one or more per rank
 
 struct StepVolume {
   CollectiveTally initial;  // the initial broadcast, before the step
@@ -34,9 +34,10 @@ struct StepVolume {
   ShardedLayout layout;
 };
 
-// One rank's tally of one Adam step under `policy` (no clipping: its scalar allreduce is not
-// part of the formula). DDP buckets are small so that several allreduces tile the gradient.
-StepVolume one_step(ProcessGroup& pg, Policy policy) {
+// One rank's tally of one Adam step under `policy` over `accum` micro-batches (no clipping: its
+// scalar allreduce is not part of the formula). DDP buckets are small so that several allreduces
+// tile the gradient.
+StepVolume one_step(ProcessGroup& pg, Policy policy, int accum = 1) {
   Net4 model(Init(Target::Cpu, harness::init_spec(11)));
   Context ctx = Context::for_target(Target::Cpu);
   ShardingPolicy sharding(policy, walk_units(model), pg, ctx, PolicyOptions{1000, 32});
@@ -47,29 +48,33 @@ StepVolume one_step(ProcessGroup& pg, Policy policy) {
   v.layout = sharding.layout();
   pg.reset_tally();
 
-  const std::int64_t begin = pg.rank() * kRows / pg.size();
-  const std::int64_t end = (pg.rank() + 1) * kRows / pg.size();
-  std::vector<float> x = testing::random_values(static_cast<std::size_t>(kRows * 40), 5);
-  std::vector<float> mine(x.begin() + begin * 40, x.begin() + end * 40);
-  std::vector<std::int32_t> labels;
-  for (std::int64_t r = begin; r < end; ++r) labels.push_back(static_cast<std::int32_t>(r % 10));
-  const Tensor input = Tensor::from_host({end - begin, 40}, mine);
-  const Tensor targets = Tensor::from_host_ids({end - begin}, labels);
+  const std::vector<float> x = testing::random_values(static_cast<std::size_t>(kRows * 40), 5);
   Optimizer opt(harness::adam());
   CrossEntropyLoss loss;
-  const Tensor& logits = forward_units(model, ctx, input, sharding);
-  loss.forward_backward(ctx, logits, targets, 1.0f / kRows);
-  vjp_units(model, ctx, loss.grad(), InputGrad::Skip, sharding);
+  const std::int64_t micro_rows = kRows / accum;
+  for (int k = 0; k < accum; ++k) {
+    const std::int64_t begin = k * micro_rows + pg.rank() * micro_rows / pg.size();
+    const std::int64_t end = k * micro_rows + (pg.rank() + 1) * micro_rows / pg.size();
+    std::vector<float> mine(x.begin() + begin * 40, x.begin() + end * 40);
+    std::vector<std::int32_t> labels;
+    for (std::int64_t r = begin; r < end; ++r) labels.push_back(static_cast<std::int32_t>(r % 10));
+    const Tensor input = Tensor::from_host({end - begin, 40}, mine);
+    const Tensor targets = Tensor::from_host_ids({end - begin}, labels);
+    const ScopedSetting<GradMode> mode(ctx.grad_mode, sharding.begin_micro_batch(k, accum));
+    const Tensor& logits = forward_units(model, ctx, input, sharding);
+    loss.forward_backward(ctx, logits, targets, 1.0f / kRows);
+    vjp_units(model, ctx, loss.grad(), InputGrad::Skip, sharding);
+  }
   sharding.reduce_gradients();
   sharding.step(opt, harness::kLr);
   v.step = pg.tally();
   return v;
 }
 
-std::vector<StepVolume> run(Policy policy, int ranks) {
+std::vector<StepVolume> run(Policy policy, int ranks, int accum = 1) {
   std::vector<StepVolume> out(static_cast<std::size_t>(ranks));
   run_simulated(ranks, [&](ProcessGroup& pg) {
-    out[static_cast<std::size_t>(pg.rank())] = one_step(pg, policy);
+    out[static_cast<std::size_t>(pg.rank())] = one_step(pg, policy, accum);
   });
   return out;
 }
@@ -156,6 +161,53 @@ TEST(DistCommVolume, EveryPolicyMatchesItsFormulaWithinThePadding) {
           std::string(to_string(p)).c_str(), n, 4.0 * sent, 4.0 * formula,
           static_cast<long long>(psi), static_cast<long long>(pad),
           p == Policy::Zero3 ? ", ZeRO-3 without the last unit's second gather" : "");
+    }
+  }
+}
+
+// Gradient accumulation over K micro-batches (issue 14): DDP and ZeRO-1 communicate exactly as
+// at K = 1, once per step; ZeRO-2/3 reduce-scatter every unit in every micro-batch (no full
+// gradient outlives its unit), and ZeRO-3 gathers every unit for every micro-batch's forward
+// and backward, except where the gathered copy is still there: the last unit from its forward
+// into its vjp, and the first unit from one micro-batch's vjp into the next one's forward.
+TEST(DistCommVolume, AccumulationCommunicatesAsEachPolicySpecifies) {
+  for (int n : {2, 3}) {
+    for (int k : {2, 4}) {
+      for (Policy p : kPolicies) {
+        SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks, accum " << k);
+        const std::vector<StepVolume> once = run(p, n);
+        const std::vector<StepVolume> ranks = run(p, n, k);
+        const ShardedLayout& l = ranks[0].layout;
+        const FlatLayout& first = l.units.front();
+        const FlatLayout& last = l.units.back();
+        for (int r = 0; r < n; ++r) {
+          const CollectiveTally& one = once[static_cast<std::size_t>(r)].step;
+          const CollectiveTally& got = ranks[static_cast<std::size_t>(r)].step;
+          SCOPED_TRACE(::testing::Message() << "rank " << r);
+          switch (p) {
+            case Policy::Ddp:
+            case Policy::Zero1:
+              for (Collective c : {Collective::AllReduce, Collective::ReduceScatter,
+                                   Collective::AllGather}) {
+                EXPECT_EQ(got.elements_of(c), one.elements_of(c));
+                EXPECT_EQ(got.ops_of(c), one.ops_of(c));
+              }
+              break;
+            case Policy::Zero2:
+              EXPECT_EQ(got.elements_of(Collective::ReduceScatter), k * l.shard_size);
+              EXPECT_EQ(got.ops_of(Collective::ReduceScatter),
+                        static_cast<std::size_t>(k) * l.unit_count());
+              EXPECT_EQ(got.elements_of(Collective::AllGather), l.shard_size);
+              break;
+            case Policy::Zero3:
+              EXPECT_EQ(got.elements_of(Collective::ReduceScatter), k * l.shard_size);
+              EXPECT_EQ(got.elements_of(Collective::AllGather),
+                        k * (2 * l.shard_size - last.shard_size) - (k - 1) * first.shard_size);
+              break;
+          }
+          EXPECT_EQ(got.elements_of(Collective::Broadcast), 0);
+        }
+      }
     }
   }
 }

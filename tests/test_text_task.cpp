@@ -52,7 +52,7 @@ Model make_model() {
   return Model(Init(Target::Cpu, InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 7}));
 }
 
-struct StepResult {
+struct OneStep {
   double loss = 0.0;  // the step's mean loss over the global batch's tokens
   EvalResult before;  // validation before the step
   EvalResult after;   // and after
@@ -60,10 +60,10 @@ struct StepResult {
 };
 
 // Global step 0 of the run on `world` simulated ranks under `policy`.
-StepResult one_step(int world, dist::Policy policy, std::int64_t batch = 4) {
+OneStep one_step(int world, dist::Policy policy, std::int64_t batch = 4) {
   const TextData data = cycle_text();
   const ResidentText text = make_resident_text(data, Target::Cpu);
-  StepResult result;
+  OneStep result;
   dist::run_simulated(world, [&](dist::ProcessGroup& group) {
     Model model = make_model();
     Context ctx = Context::for_target(Target::Cpu);
@@ -72,13 +72,12 @@ StepResult one_step(int world, dist::Policy policy, std::int64_t batch = 4) {
     LanguageModelTask task(text.train, text.validation, options(batch));
     Optimizer optimizer(adam());
     LossSums sums(ctx.target, 0.0, 0.0);
-    StepResult mine;
+    OneStep mine;
     mine.before = task.evaluate(model, ctx, &sharding);
     task.begin_period(0, ctx.target);
-    const StepRows rows = task.load(0, group.rank(), group.size(), ctx.stream);
-    train_step(model, ctx, task, rows, sharding, optimizer, sums, StepSettings{1e-2f, 0.0, false});
-    mine.loss =
-        dist::sum_over_ranks(group, sums.period()) / static_cast<double>(rows.global_targets);
+    train_step(model, ctx, task, 0, sharding, optimizer, sums, StepSettings{1e-2f, 0.0, false});
+    mine.loss = dist::sum_over_ranks(group, sums.period()) /
+                static_cast<double>(task.period_targets() / task.steps_per_period());
     mine.after = task.evaluate(model, ctx, &sharding);
     mine.params = sharding.full_parameters();  // collective under ZeRO-3
     if (group.rank() == 0) result = mine;
@@ -87,8 +86,8 @@ StepResult one_step(int world, dist::Policy policy, std::int64_t batch = 4) {
 }
 
 TEST(LanguageModelTask, OneStepIsTheSameOnOneAndTwoRanks) {
-  const StepResult one = one_step(1, dist::Policy::Ddp);
-  const StepResult two = one_step(2, dist::Policy::Ddp);
+  const OneStep one = one_step(1, dist::Policy::Ddp);
+  const OneStep two = one_step(2, dist::Policy::Ddp);
   // An untrained model is close to uniform over its 32 logits.
   EXPECT_NEAR(one.loss, std::log(32.0), 0.1);
   EXPECT_NEAR(two.loss, one.loss, 1e-6 * one.loss);
@@ -106,8 +105,8 @@ TEST(LanguageModelTask, OneStepIsTheSameOnOneAndTwoRanks) {
 
 TEST(LanguageModelTask, Zero3IsDdpBitForBit) {
   // ZeRO-3 evaluates through its per-unit gathers on every rank (a collective evaluation).
-  const StepResult ddp = one_step(2, dist::Policy::Ddp);
-  const StepResult zero3 = one_step(2, dist::Policy::Zero3);
+  const OneStep ddp = one_step(2, dist::Policy::Ddp);
+  const OneStep zero3 = one_step(2, dist::Policy::Zero3);
   EXPECT_EQ(zero3.loss, ddp.loss);
   EXPECT_EQ(zero3.before.loss, ddp.before.loss);
   EXPECT_EQ(zero3.after.loss, ddp.after.loss);

@@ -197,6 +197,10 @@ void add_train_command(CLI::App& app, Command& c) {
       ->check(whole_in(1, kMaxEpochs));
   a.add_option("--batch", t.batch, "Global batch size (all ranks together)")
       ->check(whole_in(1, kMaxRows));
+  a.add_option("--accum", t.accum,
+               "Gradient accumulation: micro-batches per optimizer step, each --batch/N rows "
+               "(the global batch, data order and schedule stay as they are)")
+      ->check(whole_in(1, kMaxRows));
   a.add_option("--eval-batch", t.eval_batch, "Batch size of the evaluation")
       ->check(whole_in(1, kMaxRows));
   a.add_option("--augment", t.augment,

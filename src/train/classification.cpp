@@ -24,10 +24,11 @@ void ClassificationTask::begin_period(std::int64_t epoch, Target target) {
   if (augment_.kind == Augment::CropFlip) crop_flip_.epoch = static_cast<std::uint64_t>(epoch);
 }
 
-StepRows ClassificationTask::load(std::int64_t s, int rank, int world, Stream stream) {
+StepRows ClassificationTask::load(std::int64_t s, int rank, int world, Stream stream,
+                                  MicroBatch micro) {
   StepRows rows;
   rows.global = global_batch(s, batch_size_, train_.count);
-  rows.mine = local_rows(rows.global, rank, world);
+  rows.mine = local_rows(local_rows(rows.global, micro.index, micro.count), rank, world);
   rows.global_targets = rows.global.size();
   gather_batch(batch_, train_, order_, rows_to_compute(rows.mine, rows.global), stream,
                augment_.kind == Augment::CropFlip ? &crop_flip_ : nullptr);

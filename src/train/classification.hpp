@@ -37,7 +37,7 @@ class ClassificationTask {
   // Uploads the epoch's sample order (every batch of the epoch is then a gather on the target)
   // and keys the epoch's augmentation.
   void begin_period(std::int64_t epoch, Target target);
-  StepRows load(std::int64_t s, int rank, int world, Stream stream);
+  StepRows load(std::int64_t s, int rank, int world, Stream stream, MicroBatch micro = {});
   const Tensor& input() const { return batch_.x; }
 
   void loss(Context& ctx, const Tensor& logits, float grad_scale, double* loss_sum) {

@@ -15,7 +15,7 @@ nlohmann::json to_json(const TrainConfig& c) {
   nlohmann::json j{
       {"model", c.model},         {"data", c.data},
       {"data-dir", c.data_dir},
-      {"batch", c.batch},
+      {"batch", c.batch},         {"accum", c.accum},
       {"optimizer", c.optimizer}, {"lr", c.lr},
       {"momentum", c.momentum},   {"beta1", c.beta1},
       {"beta2", c.beta2},         {"weight-decay", c.weight_decay},
@@ -92,6 +92,11 @@ void validate(const TrainConfig& c) {
   non_negative(static_cast<double>(c.block), "block");
   positive(c.batch, "batch");
   positive(c.eval_batch, "eval-batch");
+  positive(c.accum, "accum");
+  if (c.accum > c.batch) {
+    throw InputError(detail::concat("--accum ", c.accum, " is more micro-batches than the ",
+                                    c.batch, " rows of --batch"));
+  }
   non_negative(static_cast<double>(c.limit_train), "limit-train");
   non_negative(static_cast<double>(c.limit_test), "limit-test");
   (void)parse_augment(c.augment);

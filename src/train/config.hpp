@@ -57,6 +57,9 @@ struct TrainConfig {
   std::int64_t warmup = 0;               // warmup steps
   double min_lr = 0.0;                   // floor of the cosine schedule
   double grad_clip = 0.0;                // max global gradient norm; 0 = off
+  // Gradient accumulation: micro-batches per optimizer step, each batch/accum rows of the global
+  // batch (train/step.hpp); the batch, the data order and the schedule's steps stay as they are.
+  std::int64_t accum = 1;
   std::uint64_t seed = 1;                // initialization and data order
   int threads = 0;                       // OpenMP and OpenBLAS threads; 0 = all cores
   std::string device = "cpu";            // cpu | cuda: where tensors live and kernels run

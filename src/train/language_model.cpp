@@ -74,14 +74,15 @@ void LanguageModelTask::begin_period(std::int64_t period, Target target) {
   period_ = period;
 }
 
-StepRows LanguageModelTask::load(std::int64_t s, int rank, int world, Stream stream) {
+StepRows LanguageModelTask::load(std::int64_t s, int rank, int world, Stream stream,
+                                 MicroBatch micro) {
   NOEIRA_CHECK(period_ >= 0, "LanguageModelTask::load before begin_period");
   NOEIRA_CHECK(s >= 0 && s < options_.eval_every, "LanguageModelTask::load: step ", s,
                " of a period of ", options_.eval_every);
-  check_batch_covers_ranks(options_.batch, world);
+  check_batch_covers_ranks(options_.batch, world, micro.count);
   StepRows rows;
   rows.global = RowRange{s * options_.batch, (s + 1) * options_.batch};  // into train_starts_
-  rows.mine = local_rows(rows.global, rank, world);
+  rows.mine = local_rows(local_rows(rows.global, micro.index, micro.count), rank, world);
   rows.global_targets = tokens_per_batch();
   windows_.gather(batch_, train_, train_starts_, rows.mine.begin, rows.mine.size(), stream);
   return rows;

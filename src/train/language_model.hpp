@@ -64,7 +64,7 @@ class LanguageModelTask {
 
   // Uploads the window starts of the period's steps: each step is then a gather on the target.
   void begin_period(std::int64_t period, Target target);
-  StepRows load(std::int64_t s, int rank, int world, Stream stream);
+  StepRows load(std::int64_t s, int rank, int world, Stream stream, MicroBatch micro = {});
   const Tensor& input() const { return batch_.ids; }
   // The next token of each input position: [rows · block] I32, what loss() scores against.
   const Tensor& targets() const { return batch_.targets; }

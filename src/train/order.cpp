@@ -43,7 +43,13 @@ RowRange rows_to_compute(RowRange mine, RowRange global) {
   return RowRange{global.begin, global.begin + 1};
 }
 
-void check_batch_covers_ranks(std::int64_t batch, int world) {
+void check_batch_covers_ranks(std::int64_t batch, int world, int accum) {
+  if (accum > 1 && batch / accum < world) {
+    throw AgreedError(detail::concat(
+        "--accum ", accum, " splits --batch ", batch, " into micro-batches of ", batch / accum,
+        " rows, fewer than the ", world, " ranks: every rank needs a row of each micro-batch (use "
+        "--batch ", static_cast<std::int64_t>(accum) * world, " or more, or a smaller --accum)"));
+  }
   if (batch < world) {
     throw AgreedError(detail::concat("--batch ", batch, " is smaller than the ", world,
                                      " ranks: every rank needs a row of each batch (use --batch ",

@@ -36,9 +36,20 @@ RowRange shard_rows(std::int64_t global_rows, int rank, int world);
 // a stand-in (training: a gradient scale of 0, no loss sum).
 RowRange rows_to_compute(RowRange mine, RowRange global);
 
+// Gradient accumulation (--accum): micro-batch `index` of the `count` an optimizer step takes.
+// Micro-batch k is slice k of the global batch (as even as shard_rows makes it), which the ranks
+// then split as they split a whole batch: the global batch, its data order and every row's
+// dropout mask stay what they are at count 1.
+struct MicroBatch {
+  int index = 0;
+  int count = 1;
+};
+
 // A batch smaller than the world leaves ranks without rows on every step, not only the last: an
-// AgreedError naming --batch (every rank knows both numbers, so all of them refuse together).
-void check_batch_covers_ranks(std::int64_t batch, int world);
+// AgreedError naming --batch (every rank knows the numbers, so all of them refuse together). With
+// accumulation every micro-batch must cover the ranks, and there can be no more micro-batches
+// than rows.
+void check_batch_covers_ranks(std::int64_t batch, int world, int accum = 1);
 
 // Global batch `step` of an epoch of n samples with batch size B: rows [step*B, min((step+1)*B, n))
 // of the epoch's order. The last batch is short when B does not divide n (kept, as PyTorch's

@@ -283,7 +283,7 @@ TrainOutcome run_train(const TrainConfig& given) {
   // other options would post collectives that do not match.
   if (mpi) dist::check_ranks_agree(MPI_COMM_WORLD, rank_settings(cfg));
   const int world = run_world(cfg, mpi);
-  check_batch_covers_ranks(cfg.batch, world);
+  check_batch_covers_ranks(cfg.batch, world, static_cast<int>(cfg.accum));
   if (!cfg.checkpoint_dir.empty()) install_stop_handlers();
   dist::ProcessGroupOptions group_options;
   group_options.timeout = dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));

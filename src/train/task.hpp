@@ -13,10 +13,11 @@
 //   RecordLabels labels() const;           // how its records name periods, split, throughput
 //   std::int64_t train_samples() const;    // the size a checkpoint checks a resume against
 //   void begin_period(std::int64_t period, Target target);
-//   // This rank's share of global step s of the current period, gathered on ctx.target;
+//   // This rank's share of micro-batch `micro` of global step s of the current period
+//   // (MicroBatch, train/order.hpp; the whole batch by default), gathered on ctx.target;
 //   // returns the global batch and this rank's rows of it. Rows that a short last batch leaves
 //   // empty gather a stand-in row instead (rows_to_compute), which the step does not count.
-//   StepRows load(std::int64_t s, int rank, int world, Stream stream);
+//   StepRows load(std::int64_t s, int rank, int world, Stream stream, MicroBatch micro = {});
 //   const Tensor& input() const;           // what load gathered: the model's input
 //   // Adds Σ of the loss over this rank's targets into *loss_sum (one double in ctx.target
 //   // memory: no host synchronization) and writes loss_grad() scaled by grad_scale.
@@ -33,9 +34,10 @@
 
 namespace noeira {
 
-// One step's batch: the global rows (positions in the period's sample order), this rank's rows,
-// and the number of loss terms over all ranks (the gradient is the mean over them). `mine` may be
-// empty (the short last batch of a rank without rows).
+// One step's batch: the global rows (positions in the period's sample order), this rank's rows
+// (of the micro-batch loaded), and the number of loss terms of the whole global batch over all
+// ranks (the gradient is the mean over them, however many micro-batches add it up). `mine` may
+// be empty (the short last batch of a rank without rows).
 struct StepRows {
   RowRange global;
   RowRange mine;

@@ -173,12 +173,14 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
     ctx.mode = Mode::Train;
 
     for (std::int64_t s = period == first_period ? first_step : 0; s < steps; ++s) {
-      const StepRows rows = task.load(s, group.rank(), group.size(), ctx.stream);
       ctx.step = static_cast<std::uint64_t>(at.step);
       const bool log_step = cfg.log_every > 0 && (at.step + 1) % cfg.log_every == 0;
       const float lr = schedule.lr_at(at.step);
-      const double grad_norm = train_step(model, ctx, task, rows, policy, optimizer, sums,
-                                          StepSettings{lr, cfg.grad_clip, log_step});
+      const StepResult done =
+          train_step(model, ctx, task, s, policy, optimizer, sums,
+                     StepSettings{lr, cfg.grad_clip, log_step, static_cast<int>(cfg.accum)});
+      const double grad_norm = done.grad_norm;
+      const RowRange& batch_rows = done.global;
       ++at.step;
       // The loss is read back and allreduced only where it is logged. It and the gradient norm
       // (global, and on the host whenever it was computed) are checked there, loss first: it is
@@ -188,9 +190,9 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
       if (cfg.grad_clip > 0.0 || log_step) {
         check_finite(grad_norm, at.step, "gradient norm", "", cfg);
       }
-      at.samples_seen += rows.global.size();
-      at.window_samples += rows.global.size();
-      period_samples += rows.global.size();
+      at.samples_seen += batch_rows.size();
+      at.window_samples += batch_rows.size();
+      period_samples += batch_rows.size();
       // After the first step the optimizer state exists: the report shows the steady state.
       if (at.step == 1 && cfg.report_memory) report_memory(policy, cfg.log_format);
 

@@ -1,0 +1,201 @@
+// Gradient accumulation (--accum K, issue 14) through the trainer: K micro-batches of B/K rows
+// train the model one batch of B trains, within DESIGN.md's tolerance between world sizes, for
+// every policy, world size and K; and the bit-identities that survive accumulation hold exactly.
+// DDP and ZeRO-1 add local gradients before one reduction, ZeRO-2 and ZeRO-3 add reduced slices
+// (distributed/grad_reducer.hpp), so ZeRO-1 is DDP's bits and ZeRO-3 ZeRO-2's at every K.
+//
+// The classifier has dropout (its masks follow the global row, so they must not depend on K) and
+// a short last batch that leaves ranks without rows in some micro-batches; the GPT's tied head is
+// a pinned unit, whose sum builds up in a slice of its own under ZeRO-2/3.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "distributed/sim_process_group.hpp"
+#include "gradcheck.hpp"
+#include "loss/cross_entropy.hpp"
+#include "nn/dropout.hpp"
+#include "nn/gpt.hpp"
+#include "nn/linear.hpp"
+#include "nn/sequential.hpp"
+#include "train/classification.hpp"
+#include "train/language_model.hpp"
+#include "train/text_data.hpp"
+#include "trainer_runs.hpp"
+
+namespace noeira {
+namespace {
+
+using testing::TrainerRun;
+using Classifier = Sequential<LinearReLU<12, 16>, Dropout<16, 200>, LinearTanh<16, 16>,
+                              Linear<16, 5>>;
+using TiedGpt = Gpt<GptShape{48, 8, 2, 2, 16}>;
+constexpr std::int64_t kBlock = 8;
+
+Dataset synthetic(std::int64_t count, std::uint32_t seed) {
+  Dataset d;
+  d.name = "synthetic";
+  d.count = count;
+  d.features = 12;
+  d.num_classes = 5;
+  d.images = testing::random_values(static_cast<std::size_t>(count * d.features), seed, -1.0f,
+                                    2.0f);
+  for (std::int64_t i = 0; i < count; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 5));
+  return d;
+}
+
+// Batches of 12 over 46 samples: the last one has 10 rows, which 4 micro-batches cut into 2, 3,
+// 2, 3: at 3 ranks some ranks sit out some micro-batches.
+TrainerRun train_classifier(dist::Policy policy, int ranks, int accum) {
+  static const Dataset train_set = synthetic(46, 1);
+  static const Dataset test_set = synthetic(9, 2);
+  const ResidentData train_data = make_resident(train_set, Target::Cpu);
+  const ResidentData test_data = make_resident(test_set, Target::Cpu);
+  TrainConfig cfg;
+  cfg.optimizer = "sgd";
+  cfg.momentum = 0.9;
+  cfg.schedule = "constant";
+  cfg.lr = 5e-2;
+  cfg.batch = 12;
+  cfg.accum = accum;
+  cfg.log_every = 1;
+  cfg.seed = 3;
+  const testing::TrainerSetup setup{InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5},
+                                    dist::PolicyOptions{64, 32}, {}};
+  return testing::train_simulated<Classifier>(
+      policy, ranks, cfg,
+      [&] { return ClassificationTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
+      setup);
+}
+
+TrainerRun train_gpt(dist::Policy policy, int ranks, int accum) {
+  static const TextData data = [] {
+    std::string text;
+    for (int i = 0; i < 200; ++i) text += "pack my box with five dozen liquor jugs " + std::to_string(i % 5) + "\n";
+    return make_text_data("test corpus", text, TokenizerKind::Char);
+  }();
+  const ResidentText text = make_resident_text(data, Target::Cpu);
+  TrainConfig cfg;
+  cfg.optimizer = "adamw";
+  cfg.lr = 3e-3;
+  cfg.weight_decay = 0.1;
+  cfg.batch = 8;
+  cfg.accum = accum;
+  cfg.log_every = 1;
+  cfg.seed = 2;
+  LanguageModelOptions o;
+  o.steps = 8;
+  o.eval_every = 8;
+  o.eval_batches = 1;
+  o.batch = cfg.batch;
+  o.block = kBlock;
+  o.seed = cfg.seed;
+  return testing::train_simulated<TiedGpt>(
+      policy, ranks, cfg, [&] { return LanguageModelTask(text.train, text.validation, o); });
+}
+
+using Train = TrainerRun (*)(dist::Policy, int, int);
+
+// The contract at every K and world size, against one rank training whole batches.
+void expect_accumulation_trains_as_one_batch(Train train, const std::vector<int>& world_sizes) {
+  const TrainerRun reference = train(dist::Policy::Ddp, 1, 1);
+  const double tol = testing::rank_tolerance(reference.params);
+  ASSERT_GE(reference.losses.size(), 2u);
+  for (int k : {2, 4}) {
+    for (int n : world_sizes) {
+      SCOPED_TRACE(::testing::Message() << "accum " << k << " at " << n << " ranks");
+      const TrainerRun ddp = train(dist::Policy::Ddp, n, k);
+      const TrainerRun zero1 = train(dist::Policy::Zero1, n, k);
+      const TrainerRun zero2 = train(dist::Policy::Zero2, n, k);
+      const TrainerRun zero3 = train(dist::Policy::Zero3, n, k);
+      EXPECT_EQ(zero1.params, ddp.params) << "ZeRO-1 adds and reduces as DDP does";
+      EXPECT_EQ(zero3.params, zero2.params) << "ZeRO-3 reduces each micro-batch as ZeRO-2 does";
+      for (const TrainerRun* r : {&ddp, &zero2}) {
+        EXPECT_LE(testing::worst_difference(r->params, reference.params), tol);
+        ASSERT_EQ(r->losses.size(), reference.losses.size());
+        // Every step's loss is the same mean over the same rows, summed in other pieces.
+        for (std::size_t i = 0; i < r->losses.size(); ++i) {
+          EXPECT_NEAR(r->losses[i], reference.losses[i], 1e-4 * std::fabs(reference.losses[i]))
+              << "step " << i + 1;
+        }
+      }
+    }
+  }
+}
+
+TEST(DistAccum, ClassifierWithDropoutTrainsAsOneBatchUnderEveryPolicy) {
+  expect_accumulation_trains_as_one_batch(train_classifier, {1, 3});
+}
+
+TEST(DistAccum, TiedGptTrainsAsOneBatchUnderEveryPolicy) {
+  expect_accumulation_trains_as_one_batch(train_gpt, {1, 2});
+}
+
+// Not vacuous: an accumulation that dropped a micro-batch's gradient, or counted one twice, moves
+// the parameters by far more than the tolerance. One step of plain SGD shows it: the gradient of
+// half the batch alone is not the batch's.
+TEST(DistAccum, HalfABatchIsFarOutsideTheTolerance) {
+  const TrainerRun whole = train_classifier(dist::Policy::Ddp, 1, 1);
+  const TrainerRun split = train_classifier(dist::Policy::Ddp, 1, 2);
+  const double tol = testing::rank_tolerance(whole.params);
+  EXPECT_LE(testing::worst_difference(split.params, whole.params), tol);
+  EXPECT_GT(testing::worst_difference(split.params, whole.params), 0.0)
+      << "two micro-batches round differently from one batch";
+}
+
+// ZeRO-2/3 keep no full gradient across micro-batches: the held bytes are K = 1's, exactly the
+// formula's, and the accumulation adds exactly one slice of the largest unit (the scratch of a
+// later micro-batch's reduction) and a slice of each pinned unit (the tied head's running sum).
+TEST(DistAccum, ShardedGradientsStaySlicesUnderAccumulation) {
+  using Wide = Gpt<GptShape{256, 16, 2, 4, 128}>;
+  for (dist::Policy p : {dist::Policy::Zero2, dist::Policy::Zero3}) {
+    std::vector<dist::MemoryReport> reports(2);
+    std::int64_t expected_extra = 0;
+    for (int k : {1, 2}) {
+      dist::run_simulated(2, [&](dist::ProcessGroup& group) {
+        Wide model(Init(Target::Cpu, InitSpec{InitKind::Normal, 0.0f, 0.02f, 1}));
+        Context ctx = Context::for_target(Target::Cpu);
+        dist::ShardingPolicy sharding(p, dist::walk_units(model), group, ctx);
+        std::vector<std::int32_t> ids(2 * 16);
+        for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>(i % 97);
+        const Tensor x = Tensor::from_host_ids({2, 16}, ids);
+        CrossEntropyLoss loss;
+        for (int m = 0; m < k; ++m) {
+          const ScopedSetting<GradMode> mode(ctx.grad_mode, sharding.begin_micro_batch(m, k));
+          const Tensor& logits = dist::forward_units(model, ctx, x, sharding);
+          loss.forward_backward(ctx, logits.view({32, 256}), Tensor::from_host_ids({32}, ids),
+                                1.0f / 64);
+          dist::vjp_units(model, ctx, loss.grad().view(logits.shape()), InputGrad::Skip,
+                          sharding);
+        }
+        sharding.reduce_gradients();
+        Optimizer opt(OptimizerConfig{});
+        sharding.step(opt, 1e-3f);
+        if (group.rank() != 0) return;
+        reports[static_cast<std::size_t>(k - 1)] = sharding.memory_report();
+        std::int64_t largest = 0, pinned = 0;
+        for (std::size_t u = 0; u < sharding.layout().unit_count(); ++u) {
+          const std::int64_t shard = sharding.layout().units[u].shard_size;
+          largest = std::max(largest, shard);
+          if (sharding.store().pinned(u)) pinned += shard;
+        }
+        ASSERT_GT(pinned, 0) << "the tied head is pinned";
+        expected_extra = 4 * (largest + pinned);
+      });
+    }
+    const dist::MemoryReport& once = reports[0];
+    const dist::MemoryReport& accumulated = reports[1];
+    SCOPED_TRACE(accumulated.to_string());
+    EXPECT_EQ(accumulated.grad_bytes, once.grad_bytes);
+    EXPECT_EQ(accumulated.total_bytes(), once.total_bytes());
+    EXPECT_LE(std::fabs(accumulated.total_bytes() - accumulated.formula_total_bytes()),
+              0.05 * accumulated.formula_total_bytes());
+    EXPECT_EQ(accumulated.transient_bytes - once.transient_bytes, expected_extra);
+  }
+}
+
+}  // namespace
+}  // namespace noeira
