@@ -38,6 +38,9 @@ struct LanguageModelOptions {
   std::int64_t batch = 0;         // windows per global batch (all ranks together)
   std::int64_t block = 0;         // tokens per window: the model's context length
   std::uint64_t seed = 0;         // the window draws (train/text_windows.hpp)
+  // Each validation batch is evaluated in this many pieces (MicroBatch slices), so that a run
+  // with --accum never computes on more rows at once than a training micro-batch holds.
+  int eval_micro_batches = 1;
   // The training and validation loss. Windows are full, so nothing needs ignoring; an ignored
   // target would still count in the mean's divisor (batch · block).
   CrossEntropyOptions loss;
@@ -104,8 +107,10 @@ EvalResult LanguageModelTask::evaluate(M& model, Context& ctx, dist::ShardingPol
   ctx.mode = Mode::Eval;
   CrossEntropyLoss loss(options_.loss);
   Tensor loss_sum({1}, ctx.target, DType::F64);
-  for (std::int64_t e = 0; e < options_.eval_batches; ++e) {
-    const RowRange global{e * options_.batch, (e + 1) * options_.batch};
+  const int pieces = options_.eval_micro_batches;
+  for (std::int64_t e = 0; e < options_.eval_batches * pieces; ++e) {
+    const RowRange batch{e / pieces * options_.batch, (e / pieces + 1) * options_.batch};
+    const RowRange global = local_rows(batch, static_cast<int>(e % pieces), pieces);
     const RowRange own = local_rows(global, rank, world);
     // A rank without rows still runs the forward (ZeRO-3 gathers) and counts nothing.
     const bool idle = own.size() == 0;

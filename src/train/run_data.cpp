@@ -74,6 +74,7 @@ LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) cons
   o.batch = cfg.batch;
   o.block = block;
   o.seed = cfg.seed;
+  o.eval_micro_batches = static_cast<int>(cfg.accum);
   return LanguageModelTask(text.train, text.validation, o);
 }
 
