@@ -20,7 +20,7 @@ void copy_floats(const KernelTable& k, Stream s, float* dst, const float* src, s
 }  // namespace
 
 ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks,
-                       const Context& ctx, std::int64_t alignment)
+                       const Context& ctx, std::int64_t alignment, std::int64_t persist_below)
     : walk_(walk), residency_(residency), rank_(rank), k_(ctx.k), stream_(ctx.stream) {
   NOEIRA_CHECK(ctx.k != nullptr, "parameter store: context without kernels");
   std::vector<std::int64_t> sizes;
@@ -53,6 +53,12 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
       }
       pinned_[owner] = true;
       reduce_after_[owner] = std::min(reduce_after_[owner], u);
+    }
+  }
+  if (residency_.params == Extent::Slice) {
+    for (std::size_t u = 0; u < units; ++u) {
+      const std::int64_t n = layout_.units[u].numel();
+      if (n > 0 && n < persist_below) pinned_[u] = true;
     }
   }
 

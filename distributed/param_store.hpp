@@ -13,7 +13,10 @@
 // values or gradients, every rank still holds that unit's values and gradients whole, in buffers
 // of its own, for the whole step — both users need them, at the two ends of the forward and the
 // backward — while its optimizer state is sliced as the policy says (like ZeRO-1 for that unit).
-// Its gradients are final only after the vjp of its first borrower (reduce_after).
+// Its gradients are final only after the vjp of its first borrower (reduce_after). Under sliced
+// values (ZeRO-3) a unit of fewer than `persist_below` parameters is pinned too (DeepSpeed's
+// parameter persistence): gathering it before every forward and vjp would cost more in latency
+// than holding it whole costs in memory.
 //
 // Param::val / Param::grd are handles into these buffers. A handle whose memory the store does
 // not hold now (a ZeRO-3 value outside its unit's gather, a ZeRO-2/3 gradient outside its unit's
@@ -63,7 +66,7 @@ class ParamStore {
  public:
   // Adopts the walk's parameters (on ctx.target) for rank `rank` of `ranks`.
   ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks, const Context& ctx,
-             std::int64_t alignment = 32);
+             std::int64_t alignment = 32, std::int64_t persist_below = 0);
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
 

@@ -45,7 +45,7 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
       marked_(walk.marked),
       group_(group),
       store_(checked_walk(policy, walk, group, ctx), residency_of(policy), group.rank(),
-             group.size(), ctx, options.alignment),
+             group.size(), ctx, options.alignment, options.persist_below),
       reducer_(store_, group, options.bucket_elements) {}
 
 void ShardingPolicy::check_unit(std::size_t unit, const char* hook) const {

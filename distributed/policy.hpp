@@ -40,6 +40,9 @@ namespace noeira::dist {
 struct PolicyOptions {
   std::int64_t bucket_elements = 25 * 1024 * 1024 / 4;  // DDP bucket: --bucket-mb 25
   std::int64_t alignment = 32;                          // elements, per parameter and slice
+  // ZeRO-3: units of fewer parameters stay gathered on every rank (param_store.hpp, pinned);
+  // 0: none (--zero3-persist-below).
+  std::int64_t persist_below = 0;
 };
 
 class ShardingPolicy final : public UnitHooks {

@@ -78,6 +78,8 @@ TEST(Cli, BadFlagsAreOneLineErrors) {
   // A flag that cannot apply is an error, not a silent no-op.
   expect_one_error_line(noeira(dir, "train --model mlp --batchnorm local"),
                         "--batchnorm local: model 'mlp' has no batch normalization");
+  expect_one_error_line(noeira(dir, "train --policy zero2 --zero3-persist-below 1000"),
+                        "--zero3-persist-below applies to --policy zero3 only");
 }
 
 TEST(Cli, MissingOrBadDataNamesTheFile) {

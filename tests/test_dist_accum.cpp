@@ -6,7 +6,8 @@
 //
 // The classifier has dropout (its masks follow the global row, so they must not depend on K) and
 // a short last batch that leaves ranks without rows in some micro-batches; the GPT's tied head is
-// a pinned unit, whose sum builds up in a slice of its own under ZeRO-2/3.
+// a pinned unit, whose sum builds up in a slice of its own under ZeRO-2/3. Units pinned by
+// --zero3-persist-below go the same way, and are checked here too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -49,7 +50,8 @@ Dataset synthetic(std::int64_t count, std::uint32_t seed) {
 
 // Batches of 12 over 46 samples: the last one has 10 rows, which 4 micro-batches cut into 2, 3,
 // 2, 3: at 3 ranks some ranks sit out some micro-batches.
-TrainerRun train_classifier(dist::Policy policy, int ranks, int accum) {
+TrainerRun train_classifier(dist::Policy policy, int ranks, int accum,
+                            std::int64_t persist_below = 0) {
   static const Dataset train_set = synthetic(46, 1);
   static const Dataset test_set = synthetic(9, 2);
   const ResidentData train_data = make_resident(train_set, Target::Cpu);
@@ -64,7 +66,7 @@ TrainerRun train_classifier(dist::Policy policy, int ranks, int accum) {
   cfg.log_every = 1;
   cfg.seed = 3;
   const testing::TrainerSetup setup{InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5},
-                                    dist::PolicyOptions{64, 32}, {}};
+                                    dist::PolicyOptions{64, 32, persist_below}, {}};
   return testing::train_simulated<Classifier>(
       policy, ranks, cfg,
       [&] { return ClassificationTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
@@ -127,7 +129,8 @@ void expect_accumulation_trains_as_one_batch(Train train, const std::vector<int>
 }
 
 TEST(DistAccum, ClassifierWithDropoutTrainsAsOneBatchUnderEveryPolicy) {
-  expect_accumulation_trains_as_one_batch(train_classifier, {1, 3});
+  expect_accumulation_trains_as_one_batch(
+      [](dist::Policy p, int n, int k) { return train_classifier(p, n, k); }, {1, 3});
 }
 
 TEST(DistAccum, TiedGptTrainsAsOneBatchUnderEveryPolicy) {
@@ -144,6 +147,20 @@ TEST(DistAccum, HalfABatchIsFarOutsideTheTolerance) {
   EXPECT_LE(testing::worst_difference(split.params, whole.params), tol);
   EXPECT_GT(testing::worst_difference(split.params, whole.params), 0.0)
       << "two micro-batches round differently from one batch";
+}
+
+// --zero3-persist-below: units under the threshold are held whole on every rank (pinned, as a
+// tied weight is), which changes where they live and what is communicated, never a bit: ZeRO-3
+// with the first and last units persisted (208 and 85 parameters, against the middle's 272) is
+// ZeRO-3 without, with and without accumulation.
+TEST(DistAccum, PersistedUnitsChangeNoBitOfZero3) {
+  for (int k : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "accum " << k);
+    const TrainerRun gathered = train_classifier(dist::Policy::Zero3, 3, k);
+    const TrainerRun persisted = train_classifier(dist::Policy::Zero3, 3, k, 250);
+    EXPECT_EQ(persisted.params, gathered.params);
+    EXPECT_EQ(persisted.losses, gathered.losses);
+  }
 }
 
 // ZeRO-2/3 keep no full gradient across micro-batches: the held bytes are K = 1's, exactly the

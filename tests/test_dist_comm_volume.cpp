@@ -37,10 +37,12 @@ struct StepVolume {
 // One rank's tally of one Adam step under `policy` over `accum` micro-batches (no clipping: its
 // scalar allreduce is not part of the formula). DDP buckets are small so that several allreduces
 // tile the gradient.
-StepVolume one_step(ProcessGroup& pg, Policy policy, int accum = 1) {
+StepVolume one_step(ProcessGroup& pg, Policy policy, int accum = 1,
+                    std::int64_t persist_below = 0) {
   Net4 model(Init(Target::Cpu, harness::init_spec(11)));
   Context ctx = Context::for_target(Target::Cpu);
-  ShardingPolicy sharding(policy, walk_units(model), pg, ctx, PolicyOptions{1000, 32});
+  ShardingPolicy sharding(policy, walk_units(model), pg, ctx,
+                          PolicyOptions{1000, 32, persist_below});
   pg.reset_tally();
   sharding.broadcast_initial_parameters();
   StepVolume v;
@@ -71,10 +73,11 @@ StepVolume one_step(ProcessGroup& pg, Policy policy, int accum = 1) {
   return v;
 }
 
-std::vector<StepVolume> run(Policy policy, int ranks, int accum = 1) {
+std::vector<StepVolume> run(Policy policy, int ranks, int accum = 1,
+                            std::int64_t persist_below = 0) {
   std::vector<StepVolume> out(static_cast<std::size_t>(ranks));
   run_simulated(ranks, [&](ProcessGroup& pg) {
-    out[static_cast<std::size_t>(pg.rank())] = one_step(pg, policy, accum);
+    out[static_cast<std::size_t>(pg.rank())] = one_step(pg, policy, accum, persist_below);
   });
   return out;
 }
@@ -209,6 +212,32 @@ TEST(DistCommVolume, AccumulationCommunicatesAsEachPolicySpecifies) {
         }
       }
     }
+  }
+}
+
+// --zero3-persist-below: a unit under the threshold (here the last, Linear<32, 10>: 330
+// parameters) is never gathered for a forward or a vjp; like every unit held whole with sliced
+// state it is all-gathered once, after the step. The others go as before: the forward gathers
+// units 0-2, the backward 1 and 0 (unit 2 is still there from the forward, being the last
+// gathered).
+TEST(DistCommVolume, PersistedUnitsAreGatheredOnlyAfterTheStep) {
+  for (int n : {2, 3}) {
+    SCOPED_TRACE(::testing::Message() << n << " ranks");
+    const std::vector<StepVolume> ranks = run(Policy::Zero3, n, 1, 331);
+    const ShardedLayout& l = ranks[0].layout;
+    ASSERT_EQ(l.units.back().numel(), 330);
+    auto shard = [&](std::size_t u) { return l.units[u].shard_size; };
+    const std::int64_t forward = shard(0) + shard(1) + shard(2);
+    const std::int64_t backward = shard(1) + shard(0);
+    for (const StepVolume& v : ranks) {
+      EXPECT_EQ(v.step.elements_of(Collective::AllGather), forward + backward + shard(3));
+      EXPECT_EQ(v.step.ops_of(Collective::AllGather), 6u);
+      EXPECT_EQ(v.step.elements_of(Collective::ReduceScatter), l.shard_size);
+    }
+    // At the threshold itself the unit is gathered as usual.
+    const std::vector<StepVolume> at = run(Policy::Zero3, n, 1, 330);
+    EXPECT_EQ(at[0].step.elements_of(Collective::AllGather),
+              2 * l.shard_size - l.units.back().shard_size);
   }
 }
 

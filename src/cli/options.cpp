@@ -247,6 +247,10 @@ void add_train_command(CLI::App& app, Command& c) {
       ->check(CLI::IsMember({"sync", "local"}));
   a.add_option("--bucket-mb", t.bucket_mb, "DDP gradient bucket size in MiB")
       ->check(real_in(0.001, 1e5));
+  a.add_option("--zero3-persist-below", t.zero3_persist_below,
+               "zero3: units of fewer parameters stay gathered on every rank, never gathered per "
+               "forward and vjp (0: none; DeepSpeed's persistence threshold is 100000)")
+      ->check(whole_in(0, kMaxSamples));
   a.add_option("--watchdog-timeout", t.watchdog_timeout,
                "Seconds a collective may wait for the other ranks before the run fails")
       ->check(real_in(kMinWatchdogSeconds, kMaxWatchdogSeconds));

@@ -27,6 +27,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"log-every", c.log_every},
       {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
       {"bucket-mb", c.bucket_mb}, {"watchdog-timeout", c.watchdog_timeout},
+      {"zero3-persist-below", c.zero3_persist_below},
       {"batchnorm", c.batchnorm},
       {"report-memory", c.report_memory},
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
@@ -115,6 +116,11 @@ void validate(const TrainConfig& c) {
                          ? "--overwrite-checkpoints needs --checkpoint-dir (what to overwrite)"
                          : "--overwrite-checkpoints and --resume: a run either continues the "
                            "checkpoints or replaces them, not both");
+  }
+  if (c.zero3_persist_below > 0 && c.policy != "zero3") {
+    throw InputError(detail::concat("--zero3-persist-below applies to --policy zero3 only (the "
+                                    "other policies hold every parameter whole), not to --policy ",
+                                    c.policy));
   }
   if (!(c.bucket_mb > 0.0)) {
     throw InputError(detail::concat("--bucket-mb must be positive, got ", c.bucket_mb));

@@ -79,6 +79,7 @@ struct TrainConfig {
   std::string policy = "ddp";            // ddp | zero1 | zero2 | zero3
   int sim_ranks = 0;
   double bucket_mb = 25.0;               // DDP gradient bucket size
+  std::int64_t zero3_persist_below = 0;  // ZeRO-3: smaller units stay gathered (PolicyOptions)
   // Batch normalization under data parallelism: sync (statistics of the global batch, so N ranks
   // train the model one rank trains) or local (each rank's rows, as PyTorch's DDP; faster).
   std::string batchnorm = "sync";

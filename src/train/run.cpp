@@ -46,6 +46,7 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
   dist::PolicyOptions o;
   o.bucket_elements =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(cfg.bucket_mb * 1024.0 * 1024.0 / 4.0));
+  o.persist_below = cfg.zero3_persist_below;
   return o;
 }
 
