@@ -30,7 +30,6 @@ std::shared_ptr<char> ScratchPool::acquire(std::size_t bytes) {
     free_.erase(fits);
   } else {
     if (largest != free_.end()) {
-      held_bytes_ -= largest->bytes;
       delete[] reinterpret_cast<std::max_align_t*>(largest->memory);
       free_.erase(largest);
     }
@@ -38,7 +37,6 @@ std::shared_ptr<char> ScratchPool::acquire(std::size_t bytes) {
                               sizeof(std::max_align_t);
     block = {reinterpret_cast<char*>(new std::max_align_t[words]),
              words * sizeof(std::max_align_t)};
-    held_bytes_ += block.bytes;
   }
   return std::shared_ptr<char>(block.memory,
                                [pool = shared_from_this(), block](char*) {

@@ -42,8 +42,6 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
 
   // At least `bytes`, aligned for any element type. The pool must be owned by a shared_ptr.
   std::shared_ptr<char> acquire(std::size_t bytes);
-  // Bytes held, lent or free: the high-water mark of what ops in flight at once needed.
-  std::size_t held_bytes() const { return held_bytes_; }
 
  private:
   struct Block {
@@ -51,7 +49,6 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
     std::size_t bytes;
   };
   std::vector<Block> free_;
-  std::size_t held_bytes_ = 0;
 };
 
 // out[e] = ((sources[0][e] + sources[1][e]) + ...) for e < count, in `dtype`. out may be one of

@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "distributed/process_group.hpp"

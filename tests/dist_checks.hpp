@@ -2,6 +2,7 @@
 // Collective checks shared by the simulated tests (gtest) and the MPI driver (mpiexec), in the
 // style of nccl-tests: inputs crafted so the exact result is known, compared exactly, and the
 // return value is the number of wrong elements on this rank (0 = pass).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -183,6 +184,38 @@ std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n) {
   return wrong;
 }
 
+// Large allreduces and a broadcast in flight together, waited for in an order that differs
+// between ranks (odd ranks backwards): a backend whose ops need a later step from this rank
+// (mpi_ordered_sum.hpp's second phase) must take it while the rank waits for any other op, or
+// this hangs until the watchdog ends it.
+inline std::int64_t check_any_wait_order(ProcessGroup& pg) {
+  constexpr std::int64_t n = 65537;
+  std::vector<std::vector<float>> bufs(4, std::vector<float>(static_cast<std::size_t>(n)));
+  std::vector<float> want(static_cast<std::size_t>(n)), root(8);
+  for (std::int64_t i = 0; i < n; ++i) {
+    float acc = scrambled<float>(0, i);
+    for (int r = 1; r < pg.size(); ++r) acc += scrambled<float>(r, i);
+    want[static_cast<std::size_t>(i)] = acc;
+  }
+  std::vector<Work> works;
+  for (std::size_t b = 0; b < bufs.size(); ++b) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      bufs[b][static_cast<std::size_t>(i)] = scrambled<float>(pg.rank(), i);
+    }
+    works.push_back(pg.allreduce(bufs[b]));
+    if (b == 1) {
+      std::fill(root.begin(), root.end(), static_cast<float>(pg.rank()));
+      works.push_back(pg.broadcast(root, 0));
+    }
+  }
+  if (pg.rank() % 2 == 1) std::reverse(works.begin(), works.end());
+  for (Work& w : works) w.wait();
+  std::int64_t wrong = 0;
+  for (const auto& b : bufs) wrong += count_bits_differ(b.data(), want);
+  for (float x : root) wrong += x == 0.0f ? 0 : 1;
+  return wrong;
+}
+
 // check_rank_order of every element type at sizes around the rank count, an uneven middle size
 // and one large enough for an allreduce in chunks (distributed/mpi_ordered_sum.hpp's two paths).
 inline std::int64_t check_rank_order_all(ProcessGroup& pg) {
@@ -196,7 +229,7 @@ inline std::int64_t check_rank_order_all(ProcessGroup& pg) {
     wrong += check_rank_order<std::int32_t>(pg, count);
     wrong += check_rank_order<std::int64_t>(pg, count);
   }
-  return wrong;
+  return wrong + check_any_wait_order(pg);
 }
 
 // Every check of one element type over sizes that do not divide evenly.
