@@ -3,13 +3,13 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <functional>
 #include <string>
 #include <utility>
 
 #include "distributed/mpi_check.hpp"
+#include "distributed/mpi_ordered_sum.hpp"
 #include "distributed/mpi_side_channel.hpp"
+#include "distributed/mpi_work.hpp"
 #include "distributed/watchdog.hpp"
 #include "kernels/error.hpp"
 
@@ -31,17 +31,6 @@ void mpi_fail(int code, const char* call, const char* file, int line) {
 // --- MpiRuntime --------------------------------------------------------------------------------
 
 namespace {
-// Open MPI's non-blocking allreduce (libnbc) reduces to a root and broadcasts back whenever there
-// are fewer than 4 ranks or the call is in place, i.e. for every allreduce we post (always in
-// place): twice the traffic of a bandwidth-optimal algorithm, measured 2-2.5x slower than
-// MPI_Allreduce at >= 1 MiB (benchmarks/bench_collectives.cpp). Rabenseifner's algorithm
-// (reduce-scatter by recursive halving, all-gather by recursive doubling; libnbc's number 3)
-// brings it to 0.9-1.0x. Read at MPI_Init; a choice the user made (an OMPI_MCA_ variable, which
-// is also how `mpirun --mca` passes it) wins. Other MPI libraries ignore the variable.
-void prefer_bandwidth_optimal_iallreduce() {
-  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "3", /*overwrite=*/0);
-}
-
 // A rank waiting for its peers polls Open MPI's progress engine; without yielding it keeps its
 // core from whatever else is runnable there (a peer rank, an OpenMP thread, another job), and on
 // an oversubscribed or shared machine epochs became several times slower and erratic
@@ -57,7 +46,6 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   if (initialized) {
     NOEIRA_MPI_CHECK(MPI_Query_thread(&provided));
   } else {
-    prefer_bandwidth_optimal_iallreduce();
     yield_when_idle();
     NOEIRA_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
     owns_ = true;
@@ -114,39 +102,14 @@ int count_of(std::int64_t n, const CollectiveCall& call) {
   return static_cast<int>(n);
 }
 
-class MpiWork final : public WorkImpl {
- public:
-  // on_complete runs once, on the caller's thread, when the request has completed.
-  MpiWork(MPI_Request request, std::function<void()> on_complete)
-      : request_(request), on_complete_(std::move(on_complete)) {}
-
-  bool test() override {
-    int flag = 0;
-    NOEIRA_MPI_CHECK(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE));
-    if (flag) complete();
-    return flag != 0;
-  }
-  void wait() override {
-    NOEIRA_MPI_CHECK(MPI_Wait(&request_, MPI_STATUS_IGNORE));
-    complete();
-  }
-
- private:
-  void complete() {
-    if (on_complete_) std::exchange(on_complete_, nullptr)();
-  }
-
-  MPI_Request request_;
-  std::function<void()> on_complete_;
-};
-
 class MpiProcessGroup final : public ProcessGroup {
  public:
   MpiProcessGroup(std::shared_ptr<MpiSideChannel> shared, const ProcessGroupOptions& options)
       : ProcessGroup(shared->rank(), shared->size(), options,
                      std::make_shared<Watchdog>(
                          [s = shared](const CollectiveRecord& r) { s->fail_job(r); })),
-        shared_(std::move(shared)) {}
+        shared_(std::move(shared)),
+        sums_(shared_->comm(), shared_->rank(), shared_->size(), progress_) {}
 
   ~MpiProcessGroup() override { shared_->close(); }
 
@@ -158,7 +121,6 @@ class MpiProcessGroup final : public ProcessGroup {
     shared_->publish(call);
     MPI_Comm comm = shared_->comm();
     MPI_Request req = MPI_REQUEST_NULL;
-    std::function<void()> on_complete;
     const int n = count_of(call.count, call);
     const MPI_Datatype type = mpi_type(call.out.dtype);
     const std::size_t elem = dtype_size(call.out.dtype);
@@ -166,29 +128,10 @@ class MpiProcessGroup final : public ProcessGroup {
     const char* in = call.in.bytes_begin();
     switch (call.kind) {
       case Collective::AllReduce:
-        NOEIRA_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, out, n, type, MPI_SUM, comm, &req));
-        break;
-      case Collective::ReduceScatter: {
+        return sums_.allreduce(call, type);
+      case Collective::ReduceScatter:
         count_of(static_cast<std::int64_t>(call.in.count), call);
-        const std::size_t seg = static_cast<std::size_t>(rank()) * call.out.bytes();
-        if (out == in + seg) {
-          // MPI's in-place form reads the whole buffer and leaves the result at its START; the
-          // funnel's contract puts it at this rank's segment, so move it there on completion.
-          // The buffer is the caller's writable `out` region's enclosing array.
-          char* whole = out - seg;
-          NOEIRA_MPI_CHECK(
-              MPI_Ireduce_scatter_block(MPI_IN_PLACE, whole, n, type, MPI_SUM, comm, &req));
-          if (seg != 0) {
-            on_complete = [whole, out, bytes = call.out.bytes()] {
-              std::memmove(out, whole, bytes);
-            };
-          }
-        } else {
-          NOEIRA_MPI_CHECK(
-              MPI_Ireduce_scatter_block(call.in.data, out, n, type, MPI_SUM, comm, &req));
-        }
-        break;
-      }
+        return sums_.reduce_scatter(call, type);
       case Collective::AllGather: {
         count_of(static_cast<std::int64_t>(call.out.count), call);
         const bool in_place = in == out + static_cast<std::size_t>(rank()) * call.in.count * elem;
@@ -203,11 +146,13 @@ class MpiProcessGroup final : public ProcessGroup {
         NOEIRA_MPI_CHECK(MPI_Ibarrier(comm, &req));
         break;
     }
-    return std::make_unique<MpiWork>(req, std::move(on_complete));
+    return std::make_unique<MpiWork>(std::vector<MPI_Request>{req}, progress_);
   }
 
  private:
   std::shared_ptr<MpiSideChannel> shared_;
+  MpiProgress progress_;  // before sums_, which posts into it
+  OrderedSums sums_;      // allreduce and reduce-scatter, in rank order
 };
 
 }  // namespace

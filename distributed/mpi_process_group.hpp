@@ -1,8 +1,11 @@
 #pragma once
-// The MPI backend: one rank per process, non-blocking collectives (MPI_Iallreduce,
-// MPI_Ireduce_scatter_block, MPI_Iallgather, MPI_Ibcast, MPI_Ibarrier) so a Work overlaps compute.
-// Open MPI progresses non-blocking collectives only inside MPI calls, so a policy that wants real
-// overlap polls Work::is_completed() (MPI_Test) between units of backward.
+// The MPI backend: one rank per process, non-blocking ops so a Work overlaps compute. Sums
+// (allreduce, reduce-scatter) add in rank order, as the simulated backend does, so both give the
+// same bits at every N: point-to-point exchanges and a local fold
+// (distributed/mpi_ordered_sum.hpp), not MPI's own reductions. The rest are MPI's non-blocking
+// collectives (MPI_Iallgather, MPI_Ibcast, MPI_Ibarrier). Open MPI progresses non-blocking ops
+// only inside MPI calls, so a policy that wants real overlap polls Work::is_completed()
+// (MPI_Test) between units of backward.
 //
 // The watchdog: each rank publishes the sequence number (and kind, count) of the collective it
 // last entered in a one-sided window. When one of its own ops times out, the rank's watchdog

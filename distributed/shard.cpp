@@ -18,6 +18,15 @@ Range intersect(Range a, Range b) {
   return end > begin ? Range{begin, end} : Range{begin, begin};
 }
 
+Range even_part(std::int64_t count, int parts, int index) {
+  NOEIRA_CHECK(count >= 0 && parts >= 1 && index >= 0 && index < parts, "even_part: part ", index,
+               " of ", parts, " of ", count, " elements");
+  const std::int64_t base = count / parts;
+  const std::int64_t longer = count % parts;  // the parts holding base + 1
+  const std::int64_t begin = index * base + std::min<std::int64_t>(index, longer);
+  return {begin, begin + base + (index < longer ? 1 : 0)};
+}
+
 std::int64_t FlatLayout::numel() const {
   std::int64_t n = 0;
   for (std::int64_t s : sizes) n += s;

@@ -26,6 +26,11 @@ struct Range {
 // The overlap of two ranges (empty, with begin == end, when they do not meet).
 Range intersect(Range a, Range b);
 
+// Part `index` of [0, count) cut into `parts` contiguous parts as even as the count allows: the
+// first count % parts parts hold one element more; with count < parts the last parts are empty.
+// What a collective that needs no padding (the MPI allreduce's per-rank chunks) cuts by.
+Range even_part(std::int64_t count, int parts, int index);
+
 // One parameter's share of a flat range: elements [param_begin, param_begin + count) of
 // parameter `param` sit at flat indices [flat_begin, flat_begin + count).
 struct Piece {

@@ -18,6 +18,25 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                        TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 
+# The same bits at rank counts where MPI's own reduction order would differ from the simulated
+# backend's (tests/cli_mpi_sim_equal.sh): every policy at 4 ranks, DDP and ZeRO-3 at 8.
+if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
+  foreach(run IN ITEMS ddp:4 zero1:4 zero2:4 zero3:4 ddp:8 zero3:8)
+    string(REPLACE ":" ";" run "${run}")
+    list(GET run 0 policy)
+    list(GET run 1 ranks)
+    add_test(NAME cli_mpi_sim_equal_${policy}_np${ranks}
+             COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_mpi_sim_equal.sh ${MPIEXEC_EXECUTABLE}
+                     ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF}
+                     ${CMAKE_CURRENT_BINARY_DIR}/cli_mpi_sim_equal_${policy}_np${ranks}
+                     ${ranks} ${policy})
+    set_tests_properties(cli_mpi_sim_equal_${policy}_np${ranks} PROPERTIES
+                         ENVIRONMENT
+                         "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                         TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
+  endforeach()
+endif()
+
 # A CNN with BatchNorm (buffers, synchronized statistics): tests/cli_vision.sh.
 find_program(NOEIRA_H5LS h5ls)
 if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF AND NOEIRA_H5LS)

@@ -2,8 +2,10 @@
 // Collective checks shared by the simulated tests (gtest) and the MPI driver (mpiexec), in the
 // style of nccl-tests: inputs crafted so the exact result is known, compared exactly, and the
 // return value is the number of wrong elements on this rank (0 = pass).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <type_traits>
 #include <vector>
@@ -120,6 +122,114 @@ std::int64_t check_overlapped(ProcessGroup& pg, std::int64_t n) {
   for (const auto& b : bufs) wrong += count_wrong(b, want);
   for (Work& w : works) wrong += w.is_completed() ? 0 : 1;
   return wrong;
+}
+
+// Order-sensitive values: floats of mixed signs and magnitudes 2^-20 .. 2^20 (a hash of rank and
+// index), so sums in different orders differ in their last bits; integers wrap-free.
+template <class T>
+T scrambled(int rank, std::int64_t i) {
+  std::uint64_t h = (static_cast<std::uint64_t>(rank) << 40) ^ static_cast<std::uint64_t>(i);
+  h = (h ^ (h >> 31)) * 0x9E3779B97F4A7C15ull;
+  h = (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull;
+  h ^= h >> 32;
+  if constexpr (std::is_floating_point_v<T>) {
+    const T mantissa = static_cast<T>(h % 1000003) / T{1000003} + T{1};
+    const int exponent = static_cast<int>((h >> 20) % 41) - 20;
+    return (h >> 63 ? -1 : 1) * std::ldexp(mantissa, exponent);
+  } else {
+    return static_cast<T>(static_cast<std::int64_t>(h % 2000001) - 1000000);
+  }
+}
+
+template <class T>
+std::int64_t count_bits_differ(const T* got, const std::vector<T>& want) {
+  std::int64_t wrong = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) ++wrong;
+  }
+  return wrong;
+}
+
+// Allreduce and reduce-scatter (in and out of place) of scrambled values against the left fold
+// ((x_0 + x_1) + x_2) + ... computed here from every rank's inputs: bit for bit, so any other
+// order of additions (a tree, a ring) fails. The simulated backend's order, which every backend
+// whose results must equal it (MPI) must follow.
+template <class T>
+std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n) {
+  const auto fold = [&](std::int64_t j) {
+    T acc = scrambled<T>(0, j);
+    for (int r = 1; r < pg.size(); ++r) acc += scrambled<T>(r, j);
+    return acc;
+  };
+  const auto size = static_cast<std::size_t>(n);
+  std::vector<T> buf(size), want(size);
+  for (std::int64_t i = 0; i < n; ++i) {
+    buf[static_cast<std::size_t>(i)] = scrambled<T>(pg.rank(), i);
+    want[static_cast<std::size_t>(i)] = fold(i);
+  }
+  pg.allreduce(buf).wait();
+  std::int64_t wrong = count_bits_differ(buf.data(), want);
+  for (bool in_place : {false, true}) {
+    std::vector<T> in(size * static_cast<std::size_t>(pg.size())), out(size, T{-7});
+    for (std::size_t j = 0; j < in.size(); ++j) {
+      in[j] = scrambled<T>(pg.rank(), static_cast<std::int64_t>(j));
+    }
+    for (std::int64_t i = 0; i < n; ++i) {
+      want[static_cast<std::size_t>(i)] = fold(pg.rank() * n + i);
+    }
+    std::span<T> mine(in.data() + pg.rank() * n, size);
+    pg.reduce_scatter(in, in_place ? mine : std::span<T>(out)).wait();
+    wrong += count_bits_differ(in_place ? mine.data() : out.data(), want);
+  }
+  return wrong;
+}
+
+// Large allreduces and a broadcast in flight together, waited for in an order that differs
+// between ranks (odd ranks backwards): a backend whose ops need a later step from this rank
+// (mpi_ordered_sum.hpp's second phase) must take it while the rank waits for any other op, or
+// this hangs until the watchdog ends it.
+inline std::int64_t check_any_wait_order(ProcessGroup& pg) {
+  constexpr std::int64_t n = 65537;
+  std::vector<std::vector<float>> bufs(4, std::vector<float>(static_cast<std::size_t>(n)));
+  std::vector<float> want(static_cast<std::size_t>(n)), root(8);
+  for (std::int64_t i = 0; i < n; ++i) {
+    float acc = scrambled<float>(0, i);
+    for (int r = 1; r < pg.size(); ++r) acc += scrambled<float>(r, i);
+    want[static_cast<std::size_t>(i)] = acc;
+  }
+  std::vector<Work> works;
+  for (std::size_t b = 0; b < bufs.size(); ++b) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      bufs[b][static_cast<std::size_t>(i)] = scrambled<float>(pg.rank(), i);
+    }
+    works.push_back(pg.allreduce(bufs[b]));
+    if (b == 1) {
+      std::fill(root.begin(), root.end(), static_cast<float>(pg.rank()));
+      works.push_back(pg.broadcast(root, 0));
+    }
+  }
+  if (pg.rank() % 2 == 1) std::reverse(works.begin(), works.end());
+  for (Work& w : works) w.wait();
+  std::int64_t wrong = 0;
+  for (const auto& b : bufs) wrong += count_bits_differ(b.data(), want);
+  for (float x : root) wrong += x == 0.0f ? 0 : 1;
+  return wrong;
+}
+
+// check_rank_order of every element type at sizes around the rank count, an uneven middle size
+// and one large enough for an allreduce in chunks (distributed/mpi_ordered_sum.hpp's two paths).
+inline std::int64_t check_rank_order_all(ProcessGroup& pg) {
+  std::int64_t wrong = 0;
+  const std::int64_t n = pg.size();
+  for (std::int64_t count : {std::int64_t{1}, std::int64_t{7}, n - 1, n + 1, std::int64_t{1003},
+                             std::int64_t{65537}}) {
+    if (count < 1) continue;
+    wrong += check_rank_order<float>(pg, count);
+    wrong += check_rank_order<double>(pg, count);
+    wrong += check_rank_order<std::int32_t>(pg, count);
+    wrong += check_rank_order<std::int64_t>(pg, count);
+  }
+  return wrong + check_any_wait_order(pg);
 }
 
 // Every check of one element type over sizes that do not divide evenly.

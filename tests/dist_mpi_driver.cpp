@@ -3,6 +3,7 @@
 // elements is summed over ranks so every rank reports the same verdict.
 //
 //   dist_mpi_driver collectives          every collective, exact results, sizes not dividing evenly
+//   dist_mpi_driver rank_order           sums bit for bit equal to the left fold in rank order
 //   dist_mpi_driver watchdog <ms> <rank> rank <rank> skips allreduce #2: the job must abort
 //   dist_mpi_driver stopped <ms> <rank>  rank <rank> enters allreduce #2 and stops (SIGSTOP):
 //                                        the job must abort naming its stopped heartbeat
@@ -55,6 +56,22 @@ int run_collectives() {
   long long total = 0, mine = static_cast<long long>(wrong);
   MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
   std::printf("rank %d of %d: %lld wrong here, %lld wrong in total\n", rank, size, mine, total);
+  return total == 0 ? 0 : 1;
+}
+
+int run_rank_order() {
+  std::int64_t wrong = 0;
+  int rank = 0, size = 0;
+  {
+    auto pg = make_mpi_process_group(ProcessGroupOptions{std::chrono::seconds(60)});
+    rank = pg->rank();
+    size = pg->size();
+    wrong += checks::check_rank_order_all(*pg);
+  }
+  long long total = 0, mine = static_cast<long long>(wrong);
+  MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  std::printf("rank %d of %d: %lld sums off the rank-order fold here, %lld in total\n", rank,
+              size, mine, total);
   return total == 0 ? 0 : 1;
 }
 
@@ -160,12 +177,13 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "";
     if (mode == "collectives") return run_collectives();
     if (mode == "policies") return run_policies();
+    if (mode == "rank_order") return run_rank_order();
     if (mode == "watchdog" && argc == 4)
       return run_watchdog(std::atoi(argv[2]), std::atoi(argv[3]));
     if (mode == "stopped" && argc == 4) return run_stopped(std::atoi(argv[2]), std::atoi(argv[3]));
     std::fprintf(stderr,
-                 "usage: %s collectives | policies | watchdog <timeout-ms> <skipping-rank> | "
-                 "stopped <timeout-ms> <stopping-rank>\n",
+                 "usage: %s collectives | rank_order | policies | "
+                 "watchdog <timeout-ms> <skipping-rank> | stopped <timeout-ms> <stopping-rank>\n",
                  argv[0]);
     return 2;
   } catch (const std::exception& e) {

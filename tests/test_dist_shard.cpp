@@ -2,6 +2,7 @@
 // by exactly one rank, slices are equal, contiguous and aligned, and pieces reassemble params.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "distributed/shard.hpp"
@@ -16,6 +17,30 @@ TEST(DistShard, IntersectClosedForms) {
   EXPECT_TRUE(intersect({0, 10}, {10, 20}).empty());
   EXPECT_TRUE(intersect({0, 3}, {7, 9}).empty());
   EXPECT_EQ(intersect({2, 4}, {0, 10}), (Range{2, 4}));
+}
+
+TEST(DistShard, EvenPartsTileTheCountWithSizesOneApart) {
+  EXPECT_EQ(even_part(10, 4, 0), (Range{0, 3}));
+  EXPECT_EQ(even_part(10, 4, 1), (Range{3, 6}));
+  EXPECT_EQ(even_part(10, 4, 2), (Range{6, 8}));
+  EXPECT_EQ(even_part(10, 4, 3), (Range{8, 10}));
+  EXPECT_TRUE(even_part(2, 5, 4).empty());
+  for (std::int64_t count : {0, 1, 3, 7, 1003}) {
+    for (int parts = 1; parts <= 8; ++parts) {
+      std::int64_t next = 0, smallest = count, largest = 0;
+      for (int p = 0; p < parts; ++p) {
+        const Range r = even_part(count, parts, p);
+        EXPECT_EQ(r.begin, next) << count << " in " << parts;
+        next = r.end;
+        smallest = std::min(smallest, r.size());
+        largest = std::max(largest, r.size());
+      }
+      EXPECT_EQ(next, count);
+      EXPECT_LE(largest - smallest, 1);
+    }
+  }
+  EXPECT_THROW(even_part(5, 0, 0), Error);
+  EXPECT_THROW(even_part(5, 2, 2), Error);
 }
 
 TEST(DistShard, LayoutClosedForm) {

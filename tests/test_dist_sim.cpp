@@ -30,6 +30,14 @@ TEST_P(DistSim, EveryCollectiveExact) {
   for (std::size_t r = 0; r < wrong.size(); ++r) EXPECT_EQ(wrong[r], 0) << "rank " << r;
 }
 
+TEST_P(DistSim, SumsEqualTheLeftFoldBitForBit) {
+  std::vector<std::int64_t> wrong(static_cast<std::size_t>(GetParam()), -1);
+  run_simulated(GetParam(), [&](ProcessGroup& pg) {
+    wrong[static_cast<std::size_t>(pg.rank())] = checks::check_rank_order_all(pg);
+  });
+  for (std::size_t r = 0; r < wrong.size(); ++r) EXPECT_EQ(wrong[r], 0) << "rank " << r;
+}
+
 TEST_P(DistSim, SumsInRankOrder) {
   // fp32 addition is not associative: (1 + 2^25) - 2^25 == 0 but 1 + (2^25 - 2^25) == 1. Rank 0
   // holds 1, rank 1 2^25, rank 2 -2^25, then zeros; the fixed order 0, 1, 2, ... must give 0.

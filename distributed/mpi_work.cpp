@@ -1,0 +1,55 @@
+#include "distributed/mpi_work.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "distributed/mpi_check.hpp"
+
+namespace noeira::dist {
+
+void MpiProgress::remove(PhasedOp* op) {
+  pending_.erase(std::remove(pending_.begin(), pending_.end(), op), pending_.end());
+}
+
+void MpiProgress::advance() {
+  // Over a copy: an op that is done leaves the list while we walk it.
+  const std::vector<PhasedOp*> ops = pending_;
+  for (PhasedOp* op : ops) {
+    if (op->advance()) remove(op);
+  }
+}
+
+bool test_all(std::vector<MPI_Request>& requests, MpiProgress& progress) {
+  progress.advance();
+  int flag = 0;
+  NOEIRA_MPI_CHECK(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
+                               MPI_STATUSES_IGNORE));
+  return flag != 0;
+}
+
+void wait_all(std::vector<MPI_Request>& requests, MpiProgress& progress) {
+  // Each MPI_Testall runs Open MPI's progress engine once (and yields when idle, as MPI_Wait
+  // does: mpi_process_group.cpp sets mpi_yield_when_idle), so polling costs what waiting costs.
+  while (!progress.idle()) {
+    if (test_all(requests, progress)) return;
+  }
+  NOEIRA_MPI_CHECK(
+      MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+}
+
+bool MpiWork::test() {
+  if (!test_all(requests_, progress_)) return false;
+  complete();
+  return true;
+}
+
+void MpiWork::wait() {
+  wait_all(requests_, progress_);
+  complete();
+}
+
+void MpiWork::complete() {
+  if (on_complete_) std::exchange(on_complete_, nullptr)();
+}
+
+}  // namespace noeira::dist
