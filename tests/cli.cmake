@@ -19,22 +19,30 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
 endif()
 
 # The same bits at rank counts where MPI's own reduction order would differ from the simulated
-# backend's (tests/cli_mpi_sim_equal.sh): every policy at 4 ranks, DDP and ZeRO-3 at 8.
+# backend's (tests/cli_mpi_sim_equal.sh): every policy at 4 ranks, DDP and ZeRO-3 at 8; and
+# gradient accumulation and ZeRO-3 persistence replayed as faithfully (DDP's accumulation in the
+# leaves, ZeRO-2's in reduced slices, ZeRO-3 with its two small units persisted).
 if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
+  function(noeira_mpi_sim_equal name ranks policy)
+    add_test(NAME ${name}
+             COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_mpi_sim_equal.sh ${MPIEXEC_EXECUTABLE}
+                     ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF}
+                     ${CMAKE_CURRENT_BINARY_DIR}/${name} ${ranks} ${policy} ${ARGN})
+    set_tests_properties(${name} PROPERTIES
+                         ENVIRONMENT
+                         "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                         TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
+  endfunction()
   foreach(run IN ITEMS ddp:4 zero1:4 zero2:4 zero3:4 ddp:8 zero3:8)
     string(REPLACE ":" ";" run "${run}")
     list(GET run 0 policy)
     list(GET run 1 ranks)
-    add_test(NAME cli_mpi_sim_equal_${policy}_np${ranks}
-             COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_mpi_sim_equal.sh ${MPIEXEC_EXECUTABLE}
-                     ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF}
-                     ${CMAKE_CURRENT_BINARY_DIR}/cli_mpi_sim_equal_${policy}_np${ranks}
-                     ${ranks} ${policy})
-    set_tests_properties(cli_mpi_sim_equal_${policy}_np${ranks} PROPERTIES
-                         ENVIRONMENT
-                         "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
-                         TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
+    noeira_mpi_sim_equal(cli_mpi_sim_equal_${policy}_np${ranks} ${ranks} ${policy})
   endforeach()
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_ddp_accum2_np4 4 ddp --accum 2)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero2_accum4_np3 3 zero2 --accum 4)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_persist_np4 4 zero3 --accum 2
+                       --zero3-persist-below 40000)
 endif()
 
 # A CNN with BatchNorm (buffers, synchronized statistics): tests/cli_vision.sh.

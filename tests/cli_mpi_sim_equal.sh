@@ -4,14 +4,16 @@
 # counts where Open MPI's own reduction algorithms would add in an order other than the simulated
 # backend's rank order (N >= 4; distributed/mpi_ordered_sum.hpp). 20 steps of the MLP, one thread
 # per rank (OpenBLAS rounds differently at different thread counts).
-# Usage: cli_mpi_sim_equal.sh MPIEXEC NUMPROC_FLAG NOEIRA H5DIFF WORKDIR RANKS POLICY.
+# Usage: cli_mpi_sim_equal.sh MPIEXEC NUMPROC_FLAG NOEIRA H5DIFF WORKDIR RANKS POLICY [FLAG...]
+# (the flags go to both runs: --accum, --zero3-persist-below).
 # Exit 77: skipped.
 set -e
 mpiexec=$1 flag=$2 noeira=$3 h5diff=$4 work=$5 ranks=$6 policy=$7
+shift 7
 . "$(dirname "$0")/fashion_mnist_work.sh"
 common="train --limit-train 800 --limit-test 100 --epochs 1 --batch 40 --threads 1 --log-every 10
-        --policy $policy --watchdog-timeout 60"
+        --policy $policy --watchdog-timeout 60 $*"
 "$mpiexec" "$flag" "$ranks" "$noeira" $common --out "$work/mpi" </dev/null
 "$noeira" $common --sim-ranks "$ranks" --out "$work/sim" </dev/null
 "$h5diff" "$work/mpi/model.h5" "$work/sim/model.h5"
-echo "mpi and simulated parameters identical at $ranks ranks with $policy"
+echo "mpi and simulated parameters identical at $ranks ranks with $policy $*"

@@ -93,7 +93,11 @@ int run_watchdog(int timeout_ms, int skipper) {
 
 int run_stopped(int timeout_ms, int stopper) {
   auto pg = make_mpi_process_group(ProcessGroupOptions{std::chrono::milliseconds(timeout_ms)});
-  std::vector<float> x(1000, 1.0f);
+  // Large enough for the two-phase allreduce (mpi_ordered_sum.hpp): the stopped rank must post
+  // its second phase for the op to finish anywhere. A small allreduce is one all-gather, whose
+  // few bytes leave every rank eagerly as it posts, so the others could finish it without the
+  // stopped rank: nothing would hang, and there would be nothing to catch.
+  std::vector<float> x(1 << 18, 1.0f);
   pg->allreduce(x).wait();  // #1: everybody
   Work second = pg->allreduce(x);  // #2: entered (published) by every rank
   if (pg->rank() == stopper) {

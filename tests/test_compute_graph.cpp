@@ -271,21 +271,11 @@ using UnmarkedGraphModel = ComputeGraph<Node<"stem", LinearTanh<12, 16>, "input"
                                         Node<"cat", Concat<16, 16>, "a", "b">,
                                         Node<"head", Linear<32, 5>, "cat">>;
 
-Dataset synthetic(std::int64_t count, std::uint32_t seed) {
-  Dataset d;
-  d.name = "synthetic";
-  d.count = count;
-  d.features = 12;
-  d.num_classes = 5;
-  d.images = random_values(static_cast<std::size_t>(count * d.features), seed, -1.0f, 2.0f);
-  for (std::int64_t i = 0; i < count; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 5));
-  return d;
-}
-
 template <Module M>
 testing::TrainerRun train_graph(dist::Policy policy, int ranks) {
-  static const Dataset train_set = synthetic(46, 1);  // batch 10: a last batch of 6
-  static const Dataset test_set = synthetic(9, 2);
+  // Batch 10: a last batch of 6.
+  static const Dataset train_set = testing::synthetic_classes(46, 12, 1);
+  static const Dataset test_set = testing::synthetic_classes(9, 12, 2);
   const ResidentData train_data = make_resident(train_set, Target::Cpu);
   const ResidentData test_data = make_resident(test_set, Target::Cpu);
   TrainConfig cfg;

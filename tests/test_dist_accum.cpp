@@ -36,24 +36,12 @@ using Classifier = Sequential<LinearReLU<12, 16>, Dropout<16, 200>, LinearTanh<1
 using TiedGpt = Gpt<GptShape{48, 8, 2, 2, 16}>;
 constexpr std::int64_t kBlock = 8;
 
-Dataset synthetic(std::int64_t count, std::uint32_t seed) {
-  Dataset d;
-  d.name = "synthetic";
-  d.count = count;
-  d.features = 12;
-  d.num_classes = 5;
-  d.images = testing::random_values(static_cast<std::size_t>(count * d.features), seed, -1.0f,
-                                    2.0f);
-  for (std::int64_t i = 0; i < count; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 5));
-  return d;
-}
-
 // Batches of 12 over 46 samples: the last one has 10 rows, which 4 micro-batches cut into 2, 3,
 // 2, 3: at 3 ranks some ranks sit out some micro-batches.
 TrainerRun train_classifier(dist::Policy policy, int ranks, int accum,
                             std::int64_t persist_below = 0) {
-  static const Dataset train_set = synthetic(46, 1);
-  static const Dataset test_set = synthetic(9, 2);
+  static const Dataset train_set = testing::synthetic_classes(46, 12, 1);
+  static const Dataset test_set = testing::synthetic_classes(9, 12, 2);
   const ResidentData train_data = make_resident(train_set, Target::Cpu);
   const ResidentData test_data = make_resident(test_set, Target::Cpu);
   TrainConfig cfg;

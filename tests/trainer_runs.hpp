@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "distributed/sim_process_group.hpp"
+#include "gradcheck.hpp"
+#include "train/dataset.hpp"
 #include "train/trainer.hpp"
 
 namespace noeira::testing {
@@ -32,6 +34,19 @@ struct TrainerSetup {
   dist::PolicyOptions policy_options{256, 32};
   std::filesystem::path resume;  // a checkpoint to resume from (empty: none)
 };
+
+// `count` samples of `features` values uniform in [-1, 1), labels 0..4 in turn: a classification
+// data set small enough to train through the whole trainer in milliseconds.
+inline Dataset synthetic_classes(std::int64_t count, std::int64_t features, std::uint32_t seed) {
+  Dataset d;
+  d.name = "synthetic";
+  d.count = count;
+  d.features = features;
+  d.num_classes = 5;
+  d.images = random_values(static_cast<std::size_t>(count * features), seed, -1.0f, 2.0f);
+  for (std::int64_t i = 0; i < count; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 5));
+  return d;
+}
 
 template <Module M>
 std::vector<float> all_buffers(M& model) {
