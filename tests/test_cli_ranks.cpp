@@ -112,6 +112,32 @@ TEST(CliRanks, AccumulatedMicroBatchesTrainTheRunOfWholeBatches) {
   }
 }
 
+// The global batch and the step are what a checkpoint holds; the micro-batches are not, so a
+// run may resume with another --accum (a smaller machine, a larger model) and end where the
+// uninterrupted run ends, within the tolerance.
+TEST(CliRanks, ResumeMayChangeTheAccumulation) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  testing::write_tiny_mnist(dir / "data", 20, 10, false);
+  const std::string run = "train --data-dir " + (dir / "data").string() +
+                          " --batch 6 --epochs 2 --threads 1 --log-every 1 ";
+  const Output whole = noeira(dir, run + "--out " + (dir / "whole").string());
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  const std::string ckpt = (dir / "ckpt").string();
+  const Output first = noeira(dir, run + "--checkpoint-dir " + ckpt + " --checkpoint-every 3 " +
+                                       "--out " + (dir / "first").string());
+  ASSERT_EQ(first.code, 0) << first.err;
+  const Output resumed =
+      noeira(dir, run + "--accum 2 --sim-ranks 3 --policy zero2 --checkpoint-dir " + ckpt +
+                      " --resume " + (dir / "ckpt" / "step-00000003").string() + " --out " +
+                      (dir / "resumed").string());
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_NE((resumed.out + resumed.err).find("resumed from"), std::string::npos) << resumed.out;
+  const std::vector<float> reference = saved_mlp(dir / "whole" / "model.h5");
+  EXPECT_LE(worst_difference(saved_mlp(dir / "resumed" / "model.h5"), reference),
+            rank_tolerance(reference));
+}
+
 TEST(CliRanks, MicroBatchesSmallerThanTheRanksAreAnErrorBeforeTheData) {
   REQUIRE_BINARY();
   TempDir dir;
