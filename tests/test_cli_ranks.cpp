@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -51,6 +52,28 @@ double rank_tolerance(const std::vector<float>& reference) {
   return 1e-4 * max_p + 1e-6;
 }
 
+// Trains `run` on one rank, then with `flags` under each policy: every run must end within
+// DESIGN.md's tolerance of the one-rank parameters, with its last train loss within 1e-5.
+void expect_runs_match_one_rank(const TempDir& dir, const std::string& run,
+                                const std::string& flags,
+                                std::initializer_list<std::string> policies) {
+  const Output one = noeira(dir, run + "--out " + (dir / "one").string());
+  ASSERT_EQ(one.code, 0) << one.err;
+  const std::vector<float> reference = saved_mlp(dir / "one" / "model.h5");
+  for (const std::string& policy : policies) {
+    const std::filesystem::path out = dir / policy;
+    const Output ranks =
+        noeira(dir, run + flags + " --policy " + policy + " --out " + out.string());
+    ASSERT_EQ(ranks.code, 0) << policy << ": " << ranks.err;
+    EXPECT_LE(worst_difference(saved_mlp(out / "model.h5"), reference),
+              rank_tolerance(reference))
+        << policy;
+    EXPECT_NEAR(last_train_loss(out / "metrics.jsonl"),
+                last_train_loss(dir / "one" / "metrics.jsonl"), 1e-5)
+        << policy;
+  }
+}
+
 TEST(CliRanks, RankWithoutRowsInTheShortLastBatchTakesPartInTheStep) {
   REQUIRE_BINARY();
   TempDir dir;
@@ -58,23 +81,9 @@ TEST(CliRanks, RankWithoutRowsInTheShortLastBatchTakesPartInTheStep) {
   testing::write_tiny_mnist(dir / "data", 8, 10, false);
   const std::string run = "train --data-dir " + (dir / "data").string() +
                           " --batch 3 --epochs 2 --threads 1 --log-every 1 ";
-  const Output one = noeira(dir, run + "--out " + (dir / "one").string());
-  ASSERT_EQ(one.code, 0) << one.err;
-  const std::vector<float> reference = saved_mlp(dir / "one" / "model.h5");
-  // ZeRO-3 too: its forward gathers every unit, so the idle rank's forward is needed there.
-  for (const std::string policy : {"ddp", "zero3"}) {
-    const std::filesystem::path out = dir / policy;
-    const Output three =
-        noeira(dir, run + "--sim-ranks 3 --policy " + policy + " --out " + out.string());
-    ASSERT_EQ(three.code, 0) << policy << ": " << three.err;
-    EXPECT_LE(worst_difference(saved_mlp(out / "model.h5"), reference),
-              rank_tolerance(reference))
-        << policy;
-    // The idle rank's stand-in row is not counted in the loss.
-    EXPECT_NEAR(last_train_loss(out / "metrics.jsonl"),
-                last_train_loss(dir / "one" / "metrics.jsonl"), 1e-5)
-        << policy;
-  }
+  // ZeRO-3 too: its forward gathers every unit, so the idle rank's forward is needed there. The
+  // loss check shows the idle rank's stand-in row is not counted.
+  expect_runs_match_one_rank(dir, run, "--sim-ranks 3", {"ddp", "zero3"});
 }
 
 TEST(CliRanks, BatchSmallerThanTheRanksIsAnErrorBeforeTheData) {
@@ -95,21 +104,7 @@ TEST(CliRanks, AccumulatedMicroBatchesTrainTheRunOfWholeBatches) {
   testing::write_tiny_mnist(dir / "data", 20, 10, false);
   const std::string run = "train --data-dir " + (dir / "data").string() +
                           " --batch 6 --epochs 2 --threads 1 --log-every 1 ";
-  const Output one = noeira(dir, run + "--out " + (dir / "one").string());
-  ASSERT_EQ(one.code, 0) << one.err;
-  const std::vector<float> reference = saved_mlp(dir / "one" / "model.h5");
-  for (const std::string policy : {"zero1", "zero3"}) {
-    const std::filesystem::path out = dir / policy;
-    const Output accumulated = noeira(
-        dir, run + "--accum 3 --sim-ranks 2 --policy " + policy + " --out " + out.string());
-    ASSERT_EQ(accumulated.code, 0) << policy << ": " << accumulated.err;
-    EXPECT_LE(worst_difference(saved_mlp(out / "model.h5"), reference),
-              rank_tolerance(reference))
-        << policy;
-    EXPECT_NEAR(last_train_loss(out / "metrics.jsonl"),
-                last_train_loss(dir / "one" / "metrics.jsonl"), 1e-5)
-        << policy;
-  }
+  expect_runs_match_one_rank(dir, run, "--accum 3 --sim-ranks 2", {"zero1", "zero3"});
 }
 
 // The global batch and the step are what a checkpoint holds; the micro-batches are not, so a
