@@ -41,13 +41,15 @@ MemoryReport memory_report(const ParamStore& store, Policy policy, int ranks) {
       (store.has_state(State::M) ? 1.0 : 0.0) + (store.has_state(State::V) ? 1.0 : 0.0);
   const Residency res = store.residency();
   auto share = [&](Extent e) { return e == Extent::Slice ? psi / n : psi; };
-  // Sliced values add the gathered unit and the pinned (tied) units, held whole; sliced gradients
-  // the pinned units' whole gradients.
+  // Sliced values add the gather buffers (one unit each: the largest) and the pinned (tied) units,
+  // held whole; sliced gradients the pinned units' whole gradients.
   const double pinned = static_cast<double>(store.pinned_elements()) * sizeof(float);
   r.formula_param_bytes = share(res.params);
   if (res.params == Extent::Slice) {
-    r.formula_param_bytes +=
-        static_cast<double>(store.largest_unpinned_unit()) * sizeof(float) + pinned;
+    r.formula_param_bytes += static_cast<double>(store.gather_buffers()) *
+                                 static_cast<double>(store.largest_unpinned_unit()) *
+                                 sizeof(float) +
+                             pinned;
   }
   r.formula_grad_bytes = share(res.grads) + (res.grads == Extent::Slice ? pinned : 0.0);
   r.formula_optimizer_bytes = state_buffers * share(res.state);

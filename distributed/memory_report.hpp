@@ -3,7 +3,8 @@
 // its policy (fp32; k = the optimizer-state buffers allocated: 2 for Adam, 1 for SGD with
 // momentum, 0 for plain SGD). Ψ = parameter count, N = ranks:
 //
-//   params   Ψ (ZeRO-3: Ψ/N plus the largest unit, the gathered one, plus the pinned units)
+//   params   Ψ (ZeRO-3: Ψ/N plus a gather buffer of the largest unit, two with prefetch, plus
+//            the pinned units)
 //   grads    Ψ, or Ψ/N where gradients are sliced (ZeRO-2/3) plus the pinned units
 // A pinned unit (one an earlier unit borrows from: a tied weight, param_store.hpp) is held whole
 // under every policy; with no tied weights the formulas are DESIGN.md's.

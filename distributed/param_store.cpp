@@ -20,9 +20,11 @@ void copy_floats(const KernelTable& k, Stream s, float* dst, const float* src, s
 }  // namespace
 
 ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks,
-                       const Context& ctx, std::int64_t alignment, std::int64_t persist_below)
+                       const Context& ctx, std::int64_t alignment, std::int64_t persist_below,
+                       std::size_t gather_buffers)
     : walk_(walk), residency_(residency), rank_(rank), k_(ctx.k), stream_(ctx.stream) {
   NOEIRA_CHECK(ctx.k != nullptr, "parameter store: context without kernels");
+  NOEIRA_CHECK(gather_buffers >= 1, "parameter store: at least one gather buffer");
   std::vector<std::int64_t> sizes;
   for (const NamedParam& p : walk.params) {
     NOEIRA_CHECK(p.param != nullptr && p.param->target() == ctx.target,
@@ -81,7 +83,10 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
   }
   if (sliced_values) {
     values_ = Tensor({layout_.shard_size}, target());
-    gathered_ = Tensor({largest_unpinned_unit()}, target());
+    for (std::size_t b = 0; b < gather_buffers; ++b) {
+      gathered_.push_back(Tensor({largest_unpinned_unit()}, target()));
+    }
+    held_unit_.assign(gather_buffers, kNone);
     take_initial_slices_from(initial_);
   }
   if (residency_.grads == Extent::Slice) {
@@ -132,8 +137,27 @@ float* ParamStore::owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::
                        : buffer.data() + layout_.shard_offset[unit];
 }
 
+std::size_t ParamStore::buffer_holding(std::size_t unit) const {
+  for (std::size_t b = 0; b < held_unit_.size(); ++b) {
+    if (held_unit_[b] == unit) return b;
+  }
+  return kNone;
+}
+
+void ParamStore::forget_gathered() { held_unit_.assign(held_unit_.size(), kNone); }
+
+Tensor& ParamStore::values_buffer(std::size_t unit) {
+  if (residency_.params == Extent::Full) return values_;
+  if (pinned_[unit]) return pinned_values_[unit];
+  const std::size_t b = buffer_holding(unit);
+  NOEIRA_CHECK(b != kNone, "parameter store: unit ", unit, " is not gathered (ZeRO-3 values are "
+               "read between a unit's hooks)");
+  return gathered_[b];
+}
+
 float* ParamStore::unit_values(std::size_t unit) {
-  return whole_of(residency_.params, values_, pinned_values_[unit], gathered_, unit);
+  Tensor& buffer = values_buffer(unit);
+  return buffer.data() + (residency_.params == Extent::Full ? layout_.full_offset[unit] : 0);
 }
 
 float* ParamStore::owned_values(std::size_t unit) {
@@ -172,9 +196,7 @@ void ParamStore::ensure_state(bool m, bool v) {
 void ParamStore::bind(std::size_t unit, bool values) {
   float* base = values ? unit_values(unit) : unit_grads(unit);
   // A view of the buffer the base pointer lies in, at the parameter's offset from it.
-  const Tensor& buffer = values ? (residency_.params == Extent::Full ? values_
-                                   : pinned_[unit]                   ? pinned_values_[unit]
-                                                                     : gathered_)
+  const Tensor& buffer = values ? values_buffer(unit)
                                 : (residency_.grads == Extent::Full ? grads_
                                    : pinned_[unit]                  ? pinned_grads_[unit]
                                                                     : grads_unit_);
@@ -220,7 +242,7 @@ void ParamStore::take_initial_slices() {
   NOEIRA_CHECK(initial_.defined(), "take_initial_slices after training started");
   take_initial_slices_from(initial_);
   initial_ = Tensor();
-  gathered_unit_ = kNone;  // gathered from the slices before they were replaced
+  forget_gathered();  // gathered from the slices before they were replaced
 }
 
 void ParamStore::drop_initial() { initial_ = Tensor(); }
@@ -240,7 +262,7 @@ void ParamStore::take_initial_slices_from(const Tensor& full) {
 
 std::vector<HeldPiece> ParamStore::pieces(State state, Coverage coverage) {
   std::vector<HeldPiece> out;
-  if (coverage == Coverage::Held) gathered_unit_ = kNone;
+  if (coverage == Coverage::Held) forget_gathered();
   Tensor& buffer = state == State::Value ? values_ : state == State::M ? m_ : v_;
   if (!buffer.defined()) return out;
   for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
@@ -281,7 +303,8 @@ std::int64_t ParamStore::pinned_elements() const {
 }
 
 std::int64_t ParamStore::value_bytes() const {
-  std::int64_t n = bytes_of(values_) + bytes_of(gathered_);
+  std::int64_t n = bytes_of(values_);
+  for (const Tensor& t : gathered_) n += bytes_of(t);
   for (const Tensor& t : pinned_values_) n += bytes_of(t);
   return n;
 }

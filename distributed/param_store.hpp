@@ -4,7 +4,7 @@
 // buffers — and from then on holds, in the target's memory and laid out by
 // distributed/shard.hpp (rank r owns slice r of every unit):
 //
-//   values    full buffer (Residency::params Full) or this rank's slices + one gathered unit
+//   values    full buffer (Residency::params Full) or this rank's slices + gather buffers
 //   grads     full buffer (grads Full) or this rank's slices + one unit's transient full gradient
 //   m, v      the optimizer state over the range this rank updates (state extent), allocated by
 //             ensure_state when an optimizer first needs it; nowhere else
@@ -17,6 +17,10 @@
 // values (ZeRO-3) a unit of fewer than `persist_below` parameters is pinned too (DeepSpeed's
 // parameter persistence): gathering it before every forward and vjp would cost more in latency
 // than holding it whole costs in memory.
+//
+// Sliced values are gathered into gather buffers, each the size of the largest unpinned unit and
+// holding one unit's full values or none: one buffer, or two when the policy prefetches (the next
+// unit's gather fills one while the current unit computes from the other).
 //
 // Param::val / Param::grd are handles into these buffers. A handle whose memory the store does
 // not hold now (a ZeRO-3 value outside its unit's gather, a ZeRO-2/3 gradient outside its unit's
@@ -66,7 +70,8 @@ class ParamStore {
  public:
   // Adopts the walk's parameters (on ctx.target) for rank `rank` of `ranks`.
   ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks, const Context& ctx,
-             std::int64_t alignment = 32, std::int64_t persist_below = 0);
+             std::int64_t alignment = 32, std::int64_t persist_below = 0,
+             std::size_t gather_buffers = 1);
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
 
@@ -93,9 +98,9 @@ class ParamStore {
   // The unit after whose vjp unit u's gradients are final: u itself, or its first borrower.
   std::size_t reduce_after(std::size_t unit) const { return reduce_after_[unit]; }
 
-  // Where unit u's values are in full (its padded range): the full buffer, or for sliced values
-  // the one gather buffer; where its owned values are; where this rank's slice of its values is
-  // (the all-gather source and target of ZeRO).
+  // Where unit u's values are in full (its padded range): the full buffer, its pinned copy, or
+  // the gather buffer holding it (an error when none does); where its owned values are: this
+  // rank's slice of them (the all-gather source and target of ZeRO).
   float* unit_values(std::size_t unit);
   float* owned_values(std::size_t unit);
   // Unit u's whole gradient (full buffer, or the transient unit buffer for sliced gradients) and
@@ -108,12 +113,17 @@ class ParamStore {
   // Allocates m and / or v (zeroed) as needed; the first stateful step calls it.
   void ensure_state(bool m, bool v);
 
-  // ZeRO-3: the unit whose values the gather buffer holds (kNone: none, or stale), and the
-  // handles of a unit's values bound to it (bind) or absent (release; a no-op for a unit held
-  // whole).
+  // ZeRO-3's gather buffers (see above): how many, the one holding unit u (kNone: none), where
+  // one is, and which unit it holds from now on (kNone while a gather overwrites it, or when its
+  // copy is stale). bind_values binds a unit's handles to its values wherever they are held;
+  // release_values makes them absent (a no-op for a unit held whole).
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-  std::size_t gathered_unit() const { return gathered_unit_; }
-  void set_gathered(std::size_t unit) { gathered_unit_ = unit; }
+  std::size_t gather_buffers() const { return gathered_.size(); }
+  std::size_t buffer_holding(std::size_t unit) const;
+  float* gather_buffer(std::size_t buffer) { return gathered_[buffer].data(); }
+  void set_held(std::size_t buffer, std::size_t unit) { held_unit_[buffer] = unit; }
+  // Every gathered copy is stale: the slices changed (a step, a load, the initial broadcast).
+  void forget_gathered();
   void bind_values(std::size_t unit);
   void release_values(std::size_t unit);
   // ZeRO-2/3: the handles of a unit's gradients bound to the transient buffer, or absent.
@@ -129,7 +139,7 @@ class ParamStore {
   void drop_initial();
 
   // The pieces of `state` a rank writes or holds (Coverage). Empty for M / V before they exist.
-  // Held pieces are written through by a load, which makes the gathered unit stale: it is
+  // Held pieces are written through by a load, which makes the gathered units stale: they are
   // forgotten here.
   std::vector<HeldPiece> pieces(State state, Coverage coverage);
 
@@ -138,7 +148,8 @@ class ParamStore {
   std::int64_t grad_bytes() const;
   std::int64_t state_bytes() const;
   std::int64_t transient_bytes() const;  // the transient unit gradient, the initial copy
-  // Elements of the largest unpinned unit (the gather / transient buffer) and of all pinned units.
+  // Elements of the largest unpinned unit (each gather buffer, the transient gradient) and of all
+  // pinned units.
   std::int64_t largest_unpinned_unit() const;
   std::int64_t pinned_elements() const;
 
@@ -149,6 +160,8 @@ class ParamStore {
   float* whole_of(Extent extent, Tensor& buffer, Tensor& pinned, Tensor& transient,
                   std::size_t unit);
   float* owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit);
+  // The tensor unit u's whole values lie in (unit_values points into it).
+  Tensor& values_buffer(std::size_t unit);
   void bind(std::size_t unit, bool values);
   void release(std::size_t unit, bool values);
   void take_initial_slices_from(const Tensor& full);
@@ -167,12 +180,12 @@ class ParamStore {
   std::vector<Tensor> pinned_grads_;        // [units] padded unit, pinned units of sliced grads
 
   Tensor values_;      // [full_size] or [shard_size] (params Slice)
-  Tensor gathered_;    // [largest unpinned unit] params Slice: the unit being computed
+  std::vector<Tensor> gathered_;        // [gather buffers][largest unpinned unit] params Slice
+  std::vector<std::size_t> held_unit_;  // [gather buffers] the unit each holds, or kNone
   Tensor initial_;     // [full_size] params Slice: initial values until the slices are taken
   Tensor grads_;       // [full_size] or [shard_size] (grads Slice)
   Tensor grads_unit_;  // [largest unpinned unit] grads Slice: one unit's full gradient, transient
   Tensor m_, v_;       // [full_size] or [shard_size] (state Slice), allocated by ensure_state
-  std::size_t gathered_unit_ = kNone;
 };
 
 }  // namespace noeira::dist

@@ -45,8 +45,10 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
       marked_(walk.marked),
       group_(group),
       store_(checked_walk(policy, walk, group, ctx), residency_of(policy), group.rank(),
-             group.size(), ctx, options.alignment, options.persist_below),
-      reducer_(store_, group, options.bucket_elements) {}
+             group.size(), ctx, options.alignment, options.persist_below,
+             options.prefetch ? 2 : 1),
+      reducer_(store_, group, options.bucket_elements),
+      gatherer_(store_, group) {}
 
 void ShardingPolicy::check_unit(std::size_t unit, const char* hook) const {
   NOEIRA_CHECK(unit < store_.unit_count(), hook, ": unit ", unit, " of ", store_.unit_count());
@@ -68,32 +70,17 @@ void ShardingPolicy::broadcast_initial_parameters() {
 
 // --- unit hooks ------------------------------------------------------------------------------
 
-void ShardingPolicy::gather_unit(std::size_t unit) {
-  if (store_.whole_values(unit)) return;  // a pinned unit: every rank holds it whole
-  // Still there (the last unit: forward, loss, then vjp): only the handles need binding.
-  if (store_.gathered_unit() != unit) {
-    const FlatLayout& u = store_.layout().units[unit];
-    store_.set_gathered(ParamStore::kNone);  // the buffer is being overwritten
-    group_
-        .all_gather(floats(store_.owned_values(unit), u.shard_size),
-                    floats(store_.unit_values(unit), u.padded_size))
-        .wait();
-    store_.set_gathered(unit);
-  }
-  store_.bind_values(unit);
-}
-
 void ShardingPolicy::before_forward(std::size_t unit) {
   check_unit(unit, "before_forward");
   if (sliced_values()) {
     store_.drop_initial();  // no longer needed once training runs (broadcast or not)
-    gather_unit(unit);
+    gatherer_.acquire(unit, PassDirection::Forward);
   }
 }
 
 void ShardingPolicy::after_forward(std::size_t unit) {
   check_unit(unit, "after_forward");
-  // The gather buffer keeps the values until the next gather overwrites it; the handles go now.
+  // The gather buffer keeps the values until a later gather overwrites it; the handles go now.
   if (sliced_values()) store_.release_values(unit);
 }
 
@@ -101,7 +88,7 @@ void ShardingPolicy::before_vjp(std::size_t unit) {
   check_unit(unit, "before_vjp");
   reducer_.before_vjp(unit);
   if (sliced_grads() && !store_.whole_grads(unit)) store_.bind_grads(unit);
-  if (sliced_values()) gather_unit(unit);
+  if (sliced_values()) gatherer_.acquire(unit, PassDirection::Backward);
 }
 
 void ShardingPolicy::after_vjp(std::size_t unit) {
@@ -131,6 +118,7 @@ double ShardingPolicy::clip_grad_norm(double max_norm) {
 
 void ShardingPolicy::step(Optimizer& optimizer, float lr) {
   NOEIRA_CHECK(reducer_.idle(), "step before reduce_gradients");
+  gatherer_.settle();  // the step writes the slices a gather in flight reads
   optimizer_step(store_, optimizer, lr);
   if (store_.residency().state == Extent::Slice) {
     // Units held whole with sliced state (ZeRO-1/2, and pinned units under ZeRO-3): every rank
@@ -144,7 +132,7 @@ void ShardingPolicy::step(Optimizer& optimizer, float lr) {
     }
     for (Work& w : gathers) w.wait();
   }
-  store_.set_gathered(ParamStore::kNone);  // ZeRO-3: the gathered copy is stale now
+  store_.forget_gathered();  // ZeRO-3: the gathered copies are stale now
 }
 
 void ShardingPolicy::allocate_optimizer_state(const Optimizer& optimizer) {
@@ -169,7 +157,7 @@ std::vector<float> ShardingPolicy::full_parameters() {
     unit_values.assign(static_cast<std::size_t>(l.padded_size), 0.0f);
     if (l.padded_size > 0) {
       if (!store_.whole_values(u)) {
-        gather_unit(u);
+        gatherer_.acquire(u, PassDirection::Forward);
         store_.release_values(u);
       }
       store_.kernels().download(store_.stream(), unit_values.data(), store_.unit_values(u),

@@ -8,7 +8,7 @@
 //   distributed/sharded_step.hpp  the optimizer step and gradient norm over owned ranges
 //   distributed/memory_report.hpp bytes per rank beside the formulas
 // What the policy itself adds is the communication between ranks around them: the initial
-// broadcast, ZeRO-3's gathers in the unit hooks, the norm's scalar allreduce, ZeRO-1/2's
+// broadcast, ZeRO-3's gathers in the unit hooks (distributed/unit_gatherer.hpp), the norm's scalar allreduce, ZeRO-1/2's
 // all-gather after the step.
 //
 // Units are the model's Unit<> marks, or by default the top-level children of a Sequential (the
@@ -30,6 +30,7 @@
 #include "distributed/param_store.hpp"
 #include "distributed/process_group.hpp"
 #include "distributed/residency.hpp"
+#include "distributed/unit_gatherer.hpp"
 
 namespace noeira {
 class Optimizer;
@@ -43,6 +44,10 @@ struct PolicyOptions {
   // ZeRO-3: units of fewer parameters stay gathered on every rank (param_store.hpp, pinned);
   // 0: none (--zero3-persist-below).
   std::int64_t persist_below = 0;
+  // ZeRO-3: gather the next unit while the current one computes, into a second gather buffer
+  // (distributed/unit_gatherer.hpp); false: one buffer, each gather when its unit starts
+  // (--no-zero3-prefetch).
+  bool prefetch = true;
 };
 
 class ShardingPolicy final : public UnitHooks {
@@ -102,6 +107,7 @@ class ShardingPolicy final : public UnitHooks {
 
   // Checkpoint access (ParamStore::pieces): what this rank writes, or holds and must load.
   std::vector<HeldPiece> pieces(State state, Coverage coverage) {
+    gatherer_.settle();  // a load writes the slices a gather in flight reads
     return store_.pieces(state, coverage);
   }
   // Allocates m / v as `optimizer` needs them (zeroed), before a load fills them.
@@ -110,18 +116,20 @@ class ShardingPolicy final : public UnitHooks {
   // The store's bytes beside the formulas; transient_bytes includes the reducer's accumulation
   // buffers.
   MemoryReport memory_report() const;
+  // ZeRO-3: seconds this rank has waited on parameter gathers (0 for the other policies).
+  double gather_wait_seconds() const { return gatherer_.wait_seconds(); }
 
  private:
   bool sliced_values() const { return store_.residency().params == Extent::Slice; }
   bool sliced_grads() const { return store_.residency().grads == Extent::Slice; }
   void check_unit(std::size_t unit, const char* hook) const;
-  void gather_unit(std::size_t unit);
 
   Policy policy_;
   bool marked_;
   ProcessGroup& group_;
   ParamStore store_;
   GradReducer reducer_;
+  UnitGatherer gatherer_;
 };
 
 }  // namespace noeira::dist

@@ -21,7 +21,8 @@ endif()
 # The same bits at rank counts where MPI's own reduction order would differ from the simulated
 # backend's (tests/cli_mpi_sim_equal.sh): every policy at 4 ranks, DDP and ZeRO-3 at 8; and
 # gradient accumulation and ZeRO-3 persistence replayed as faithfully (DDP's accumulation in the
-# leaves, ZeRO-2's in reduced slices, ZeRO-3 with its two small units persisted).
+# leaves, ZeRO-2's in reduced slices, ZeRO-3 with its two small units persisted), and ZeRO-3
+# without prefetch (every other ZeRO-3 run here prefetches: the default).
 if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
   function(noeira_mpi_sim_equal name ranks policy)
     add_test(NAME ${name}
@@ -43,6 +44,8 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
   noeira_mpi_sim_equal(cli_mpi_sim_equal_zero2_accum4_np3 3 zero2 --accum 4)
   noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_persist_np4 4 zero3 --accum 2
                        --zero3-persist-below 40000)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_no_prefetch_np3 3 zero3 --accum 2
+                       --no-zero3-prefetch)
 endif()
 
 # A CNN with BatchNorm (buffers, synchronized statistics): tests/cli_vision.sh.

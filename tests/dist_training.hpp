@@ -147,10 +147,11 @@ using Wide = Sequential<LinearReLU<784, 64>, Linear<64, 10>>;
 
 // One Adam step of Wide under a policy, then the rank's memory report.
 inline MemoryReport memory_after_one_step(ProcessGroup& pg, Policy p,
-                                         Target target = Target::Cpu) {
+                                         Target target = Target::Cpu,
+                                         const PolicyOptions& options = {}) {
   Wide model(Init(target, init_spec(3)));
   Context ctx = Context::for_target(target);
-  ShardingPolicy policy(p, walk_units(model), pg, ctx);
+  ShardingPolicy policy(p, walk_units(model), pg, ctx, options);
   policy.broadcast_initial_parameters();
   Optimizer opt(adam());
   Tensor x = Tensor::from_host({4, 784}, testing::random_values(4 * 784, 5), target);

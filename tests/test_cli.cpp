@@ -80,6 +80,8 @@ TEST(Cli, BadFlagsAreOneLineErrors) {
                         "--batchnorm local: model 'mlp' has no batch normalization");
   expect_one_error_line(noeira(dir, "train --policy zero2 --zero3-persist-below 1000"),
                         "--zero3-persist-below applies to --policy zero3 only");
+  expect_one_error_line(noeira(dir, "train --policy ddp --no-zero3-prefetch"),
+                        "--no-zero3-prefetch applies to --policy zero3 only");
 }
 
 TEST(Cli, MissingOrBadDataNamesTheFile) {

@@ -39,7 +39,7 @@ constexpr std::int64_t kBlock = 8;
 // Batches of 12 over 46 samples: the last one has 10 rows, which 4 micro-batches cut into 2, 3,
 // 2, 3: at 3 ranks some ranks sit out some micro-batches.
 TrainerRun train_classifier(dist::Policy policy, int ranks, int accum,
-                            std::int64_t persist_below = 0) {
+                            std::int64_t persist_below = 0, bool prefetch = true) {
   static const Dataset train_set = testing::synthetic_classes(46, 12, 1);
   static const Dataset test_set = testing::synthetic_classes(9, 12, 2);
   const ResidentData train_data = make_resident(train_set, Target::Cpu);
@@ -54,14 +54,14 @@ TrainerRun train_classifier(dist::Policy policy, int ranks, int accum,
   cfg.log_every = 1;
   cfg.seed = 3;
   const testing::TrainerSetup setup{InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5},
-                                    dist::PolicyOptions{64, 32, persist_below}, {}};
+                                    dist::PolicyOptions{64, 32, persist_below, prefetch}, {}};
   return testing::train_simulated<Classifier>(
       policy, ranks, cfg,
       [&] { return ClassificationTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
       setup);
 }
 
-TrainerRun train_gpt(dist::Policy policy, int ranks, int accum) {
+TrainerRun train_gpt(dist::Policy policy, int ranks, int accum, bool prefetch = true) {
   static const TextData data = [] {
     std::string text;
     for (int i = 0; i < 200; ++i) text += "pack my box with five dozen liquor jugs " + std::to_string(i % 5) + "\n";
@@ -83,8 +83,11 @@ TrainerRun train_gpt(dist::Policy policy, int ranks, int accum) {
   o.batch = cfg.batch;
   o.block = kBlock;
   o.seed = cfg.seed;
+  testing::TrainerSetup setup;
+  setup.policy_options.prefetch = prefetch;
   return testing::train_simulated<TiedGpt>(
-      policy, ranks, cfg, [&] { return LanguageModelTask(text.train, text.validation, o); });
+      policy, ranks, cfg, [&] { return LanguageModelTask(text.train, text.validation, o); },
+      setup);
 }
 
 using Train = TrainerRun (*)(dist::Policy, int, int);
@@ -122,7 +125,8 @@ TEST(DistAccum, ClassifierWithDropoutTrainsAsOneBatchUnderEveryPolicy) {
 }
 
 TEST(DistAccum, TiedGptTrainsAsOneBatchUnderEveryPolicy) {
-  expect_accumulation_trains_as_one_batch(train_gpt, {1, 2});
+  expect_accumulation_trains_as_one_batch(
+      [](dist::Policy p, int n, int k) { return train_gpt(p, n, k); }, {1, 2});
 }
 
 // Not vacuous: an accumulation that dropped a micro-batch's gradient, or counted one twice, moves
@@ -148,6 +152,25 @@ TEST(DistAccum, PersistedUnitsChangeNoBitOfZero3) {
     const TrainerRun persisted = train_classifier(dist::Policy::Zero3, 3, k, 250);
     EXPECT_EQ(persisted.params, gathered.params);
     EXPECT_EQ(persisted.losses, gathered.losses);
+  }
+}
+
+// ZeRO-3 prefetch (distributed/unit_gatherer.hpp) changes when a unit is gathered, never what
+// it holds: with and without it, at K = 1 and 2, the classifier (default units, the policy's
+// drivers call the hooks) and the tied GPT (Unit<> marks call them, the head is pinned) train the
+// same bits, and prefetch stays ZeRO-2's bits as ZeRO-3 without it is.
+TEST(DistAccum, PrefetchChangesNoBitOfZero3) {
+  for (int k : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "accum " << k);
+    const TrainerRun prefetched = train_classifier(dist::Policy::Zero3, 3, k);
+    const TrainerRun plain = train_classifier(dist::Policy::Zero3, 3, k, 0, false);
+    EXPECT_EQ(prefetched.params, plain.params);
+    EXPECT_EQ(prefetched.losses, plain.losses);
+    const TrainerRun gpt = train_gpt(dist::Policy::Zero3, 2, k);
+    const TrainerRun gpt_plain = train_gpt(dist::Policy::Zero3, 2, k, false);
+    EXPECT_EQ(gpt.params, gpt_plain.params);
+    EXPECT_EQ(gpt.losses, gpt_plain.losses);
+    EXPECT_EQ(gpt.params, train_gpt(dist::Policy::Zero2, 2, k).params);
   }
 }
 

@@ -163,6 +163,61 @@ TEST(DistPolicy, MemoryPerRankWithinFivePercentOfTheFormula) {
   }
 }
 
+// ZeRO-3 prefetch costs exactly one more gather buffer: the largest unit (the 784x64 layer with
+// its bias, padded to the alignment), in the parameter bytes and in their formula alike.
+TEST(DistPolicy, ZeroThreePrefetchHoldsOneMoreGatherBuffer) {
+  run_simulated(2, [](ProcessGroup& pg) {
+    const MemoryReport prefetched = memory_after_one_step(pg, Policy::Zero3);
+    const MemoryReport plain =
+        memory_after_one_step(pg, Policy::Zero3, Target::Cpu, PolicyOptions{.prefetch = false});
+    const std::int64_t extra = prefetched.param_bytes - plain.param_bytes;
+    EXPECT_GE(extra, 4 * (784 * 64 + 64));
+    EXPECT_LT(extra, 4 * (784 * 64 + 64 + 2 * 32 * 2));
+    EXPECT_DOUBLE_EQ(prefetched.formula_param_bytes - plain.formula_param_bytes,
+                     static_cast<double>(extra));
+    EXPECT_EQ(prefetched.grad_bytes, plain.grad_bytes);
+    EXPECT_EQ(prefetched.optimizer_bytes, plain.optimizer_bytes);
+  });
+}
+
+// Prefetch means the next unit's gather is in flight while the current unit computes: it has
+// started when the unit's before-hook returns, in forward order through the forward and in
+// reverse through the vjp, and a unit still held needs no gather at all. Without prefetch each
+// hook starts only its own unit's gather. Net has three units; the tally counts ops as started.
+TEST(DistPolicy, ZeroThreePrefetchStartsTheNextGatherBeforeTheUnitRuns) {
+  for (bool prefetch : {true, false}) {
+    SCOPED_TRACE(prefetch ? "prefetch" : "no prefetch");
+    run_simulated(2, [&](ProcessGroup& pg) {
+      Net model(Init(Target::Cpu, init_spec(1)));
+      Context ctx = Context::for_target(Target::Cpu);
+      ShardingPolicy policy(Policy::Zero3, walk_units(model), pg, ctx,
+                            PolicyOptions{.prefetch = prefetch});
+      policy.broadcast_initial_parameters();
+      pg.reset_tally();
+      auto gathers = [&] { return pg.tally().ops_of(Collective::AllGather); };
+      // Started after each hook: forward 0, 1, 2, then vjp 2, 1, 0. With prefetch, the forward
+      // of unit 0 gathers it and starts unit 1's, that of 1 starts 2's; the vjps of 2 and 1 find
+      // them still held, and the vjp of 1 starts 0's.
+      const std::vector<std::uint64_t> expected =
+          prefetch ? std::vector<std::uint64_t>{2, 3, 3, 3, 4, 4}
+                   : std::vector<std::uint64_t>{1, 2, 3, 3, 4, 5};
+      std::vector<std::uint64_t> started;
+      for (std::size_t u = 0; u < 3; ++u) {
+        policy.before_forward(u);
+        started.push_back(gathers());
+        policy.after_forward(u);
+      }
+      for (std::size_t u = 3; u-- > 0;) {
+        policy.before_vjp(u);
+        started.push_back(gathers());
+        policy.after_vjp(u);
+      }
+      EXPECT_EQ(started, expected);
+      policy.reduce_gradients();
+    });
+  }
+}
+
 TEST(DistPolicy, RefusesWhatCannotRun) {
   run_simulated(2, [](ProcessGroup& pg) {
     Net model(Init(Target::Cpu, init_spec(1)));

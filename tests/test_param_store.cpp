@@ -51,17 +51,24 @@ TEST(ParamStore, ZeroThreeValuesExistOnlyWhileTheirUnitIsBound) {
     EXPECT_NE(std::string(e.what()).find("parameter 0.weight"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("not gathered"), std::string::npos) << e.what();
   }
-  // What a gather does: the unit's full values into the gather buffer, then bind.
+  EXPECT_THROW(store.bind_values(0), Error) << "no gather buffer holds unit 0 yet";
+  // What a gather does: the unit's full values into a gather buffer, then bind.
+  ASSERT_EQ(store.gather_buffers(), 1u);
   const FlatLayout& unit = store.layout().units[0];
-  ctx.k->copy(nullptr, store.unit_values(0), store.initial_values(),
+  ctx.k->copy(nullptr, store.gather_buffer(0), store.initial_values(),
               static_cast<std::size_t>(unit.padded_size) * sizeof(float));
-  store.set_gathered(0);
+  store.set_held(0, 0);
+  EXPECT_EQ(store.buffer_holding(0), 0u);
   store.bind_values(0);
   EXPECT_EQ(weight->val.to_vector(), initial[0]);
   store.release_values(0);
   EXPECT_THROW((void)weight->val.data(), Error);
   // The other units were never bound.
   EXPECT_THROW((void)walk_units(model).params[2].param->val.data(), Error);
+  // The slices change (a step, a load): the gathered copy is forgotten, never read stale.
+  store.forget_gathered();
+  EXPECT_EQ(store.buffer_holding(0), ParamStore::kNone);
+  EXPECT_THROW(store.bind_values(0), Error);
 }
 
 TEST(ParamStore, SlicedGradientsExistOnlyDuringTheirUnitsVjp) {

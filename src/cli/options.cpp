@@ -251,6 +251,9 @@ void add_train_command(CLI::App& app, Command& c) {
                "zero3: units of fewer parameters stay gathered on every rank, never gathered per "
                "forward and vjp (0: none; DeepSpeed's persistence threshold is 100000)")
       ->check(whole_in(0, kMaxSamples));
+  a.add_flag("--no-zero3-prefetch", t.no_zero3_prefetch,
+             "zero3: gather each unit when it starts, instead of while the unit before it (after "
+             "it, in backward) computes; saves one unit's gather buffer");
   a.add_option("--watchdog-timeout", t.watchdog_timeout,
                "Seconds a collective may wait for the other ranks before the run fails")
       ->check(real_in(kMinWatchdogSeconds, kMaxWatchdogSeconds));

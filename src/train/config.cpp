@@ -28,6 +28,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
       {"bucket-mb", c.bucket_mb}, {"watchdog-timeout", c.watchdog_timeout},
       {"zero3-persist-below", c.zero3_persist_below},
+      {"no-zero3-prefetch", c.no_zero3_prefetch},
       {"batchnorm", c.batchnorm},
       {"report-memory", c.report_memory},
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
@@ -120,6 +121,11 @@ void validate(const TrainConfig& c) {
   if (c.zero3_persist_below > 0 && c.policy != "zero3") {
     throw InputError(detail::concat("--zero3-persist-below applies to --policy zero3 only (the "
                                     "other policies hold every parameter whole), not to --policy ",
+                                    c.policy));
+  }
+  if (c.no_zero3_prefetch && c.policy != "zero3") {
+    throw InputError(detail::concat("--no-zero3-prefetch applies to --policy zero3 only (the "
+                                    "other policies gather no parameters), not to --policy ",
                                     c.policy));
   }
   if (!(c.bucket_mb > 0.0)) {

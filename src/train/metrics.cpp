@@ -38,6 +38,7 @@ nlohmann::json to_json(const EpochRecord& r) {
   j[std::string(r.labels.period_time)] = r.epoch_time_s;
   j["eval_time_s"] = r.eval_time_s;
   j["elapsed_s"] = r.elapsed_s;
+  if (!std::isnan(r.gather_wait_s)) j["gather_wait_s"] = r.gather_wait_s;
   return j;
 }
 

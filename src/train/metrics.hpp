@@ -9,13 +9,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <string_view>
 
 namespace noeira {
 
-inline constexpr std::array<std::string_view, 6> kTimingFields = {
-    "samples_per_s", "elapsed_s", "epoch_time_s", "eval_time_s", "tokens_per_s", "train_time_s"};
+inline constexpr std::array<std::string_view, 7> kTimingFields = {
+    "samples_per_s", "elapsed_s",    "epoch_time_s", "eval_time_s",
+    "tokens_per_s",  "train_time_s", "gather_wait_s"};
 
 // How a task names what its records hold (train/task.hpp): classification's periods are epochs
 // evaluated on the test split, in samples; a language model's are evaluation intervals on the
@@ -56,6 +58,9 @@ struct EpochRecord {
   double epoch_time_s = 0.0;       // training time of the epoch
   double eval_time_s = 0.0;
   double elapsed_s = 0.0;          // since training started
+  // ZeRO-3: seconds of the epoch's training time the ranks spent waiting on parameter gathers,
+  // the mean over ranks (what prefetch did not hide); NaN under the other policies.
+  double gather_wait_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 nlohmann::json to_json(const StepRecord& r);

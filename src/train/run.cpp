@@ -47,6 +47,7 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
   o.bucket_elements =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(cfg.bucket_mb * 1024.0 * 1024.0 / 4.0));
   o.persist_below = cfg.zero3_persist_below;
+  o.prefetch = !cfg.no_zero3_prefetch;
   return o;
 }
 

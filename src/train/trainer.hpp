@@ -162,6 +162,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
     ++periods_run;
     task.begin_period(period, ctx.target);
     const Clock::time_point period_start = Clock::now();
+    const double gather_wait_start = policy.gather_wait_seconds();
     bool checkpoint_after_period = false;
     bool stop_after_period = false;
     if (period != first_period || first_step == 0) {  // not a resume in the middle of it
@@ -243,6 +244,11 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
     const double period_time = seconds_since(period_start);
     train_time += period_time;
     const double period_loss = dist::sum_over_ranks(group, sums.period());
+    const double gather_wait =
+        policy.policy() == dist::Policy::Zero3
+            ? dist::sum_over_ranks(group, policy.gather_wait_seconds() - gather_wait_start) /
+                  group.size()
+            : std::numeric_limits<double>::quiet_NaN();
     check_finite(period_loss, at.step, "training loss",
                  detail::concat(" in steps ", period * steps + 1, "-", at.step), cfg);
 
@@ -264,6 +270,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
     r.epoch_time_s = period_time;
     r.eval_time_s = seconds_since(eval_start);
     r.elapsed_s = seconds_since(run_start);
+    r.gather_wait_s = gather_wait;
     if (reporter) {
       if (metrics != nullptr) metrics->write(to_json(r));
       progress.epoch(r);
