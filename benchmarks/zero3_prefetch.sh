@@ -10,8 +10,8 @@
 #
 #   benchmarks/zero3_prefetch.sh [build-dir] [steps] [model]   (defaults: build 20 gpt-char)
 #   environment: WARMUP=3 steps before the measured ones, BATCH=16, RANKS="2 4",
-#                DATA=/usr/share/games/fortunes, REPEAT=1 rounds (prefetch and not alternate
-#                inside each, so that a slow spell of a shared machine falls on both),
+#                DATA=/usr/share/games/fortunes, REPEAT=1 rounds (each runs both, in turn first,
+#                so that a slow spell of a shared machine falls on both; the best round counts),
 #                MPIRUN_ARGS goes to mpirun as is
 #
 # More ranks than cores oversubscribes them (4 ranks on a 2-core machine): the figure then shows
@@ -53,7 +53,9 @@ echo "== sgemm rate (OpenBLAS, 1 thread)"
   --benchmark_repetitions=3 > "$work/sgemm.json"
 for ((r = 1; r <= repeat; ++r)); do
   for np in $ranks; do
-    for mode in prefetch plain; do
+    modes=(prefetch plain)
+    ((r % 2 == 0)) && modes=(plain prefetch)  # the order alternates between rounds
+    for mode in "${modes[@]}"; do
       flags=()
       [[ $mode == plain ]] && flags=(--no-zero3-prefetch)
       echo "== round $r: mpirun -np $np noeira train --model $model --policy zero3 ${flags[*]}" \
