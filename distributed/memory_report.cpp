@@ -22,6 +22,9 @@ std::string MemoryReport::to_string() const {
      << " (formula " << mib(formula_optimizer_bytes) << "), total "
      << mib(static_cast<double>(total_bytes())) << " (formula " << mib(formula_total_bytes())
      << "), transient " << mib(static_cast<double>(transient_bytes));
+  if (activation_bytes >= 0) {
+    os << ", activations " << mib(static_cast<double>(activation_bytes)) << " (step peak)";
+  }
   return os.str();
 }
 

@@ -27,6 +27,12 @@ struct MemoryReport {
   std::int64_t optimizer_bytes = 0;
   std::int64_t transient_bytes = 0;  // the per-unit gradient buffer (ZeRO-2/3), the initial copy
                                      // (ZeRO-3 before broadcast_initial_parameters)
+  // The step's tensor memory beyond the store: the most this rank's tensors held during a step
+  // above what they held at its start, less what the store added (the optimizer state of a first
+  // step): the batch, the activations the modules keep for their vjps, gradients of activations
+  // and scratch. Measured by the trainer for the first step (core/tensor.hpp's tensor_bytes);
+  // -1: not measured.
+  std::int64_t activation_bytes = -1;
   double formula_param_bytes = 0;
   double formula_grad_bytes = 0;
   double formula_optimizer_bytes = 0;

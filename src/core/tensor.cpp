@@ -1,5 +1,7 @@
 #include "core/tensor.hpp"
 
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -28,9 +30,54 @@ std::string shape_string(const Shape& shape) {
   return os.str();
 }
 
+namespace detail {
+
+struct ByteAccount {
+  static constexpr std::size_t kTargets = 2;
+  std::array<std::atomic<std::int64_t>, kTargets> live{};
+  std::array<std::atomic<std::int64_t>, kTargets> peak{};
+};
+
+}  // namespace detail
+
+namespace {
+
+std::size_t target_index(Target target) {
+  const auto i = static_cast<std::size_t>(target);
+  NOEIRA_CHECK(i < detail::ByteAccount::kTargets, "tensor bytes: unknown target");
+  return i;
+}
+
+// Shared, so that storage outliving its thread (a simulated rank's) still has its account.
+const std::shared_ptr<detail::ByteAccount>& this_threads_account() {
+  thread_local const std::shared_ptr<detail::ByteAccount> account =
+      std::make_shared<detail::ByteAccount>();
+  return account;
+}
+
+}  // namespace
+
+TensorBytes tensor_bytes(Target target) {
+  const detail::ByteAccount& a = *this_threads_account();
+  const std::size_t i = target_index(target);
+  return {a.live[i].load(), a.peak[i].load()};
+}
+
+void reset_peak_tensor_bytes(Target target) {
+  detail::ByteAccount& a = *this_threads_account();
+  const std::size_t i = target_index(target);
+  a.peak[i] = a.live[i].load();
+}
+
 Storage::Storage(Target target, std::size_t bytes)
     : target_(target), bytes_(bytes), data_(kernels_for(target).allocate(bytes)) {
   if (bytes_ != 0) {
+    account_ = this_threads_account();
+    const std::size_t i = target_index(target_);
+    const std::int64_t live = account_->live[i] += static_cast<std::int64_t>(bytes_);
+    // Only this thread raises its peak; others only lower `live` (a free of this thread's
+    // storage), so a stale comparison can only miss a peak that another free undid.
+    if (live > account_->peak[i]) account_->peak[i] = live;
     // Zero through the target's own fill so device memory never needs a host staging buffer.
     static_assert(sizeof(float) == 4);
     if (bytes_ % sizeof(float) == 0) {
@@ -45,6 +92,7 @@ Storage::Storage(Target target, std::size_t bytes)
 
 Storage::~Storage() {
   if (data_ != nullptr) kernels_for(target_).release(data_);
+  if (account_) account_->live[target_index(target_)] -= static_cast<std::int64_t>(bytes_);
 }
 
 Tensor::Tensor(Shape shape, Target target, DType dtype)

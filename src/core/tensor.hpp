@@ -17,6 +17,21 @@ using Shape = std::vector<std::int64_t>;
 std::int64_t shape_numel(const Shape& shape);
 std::string shape_string(const Shape& shape);
 
+// Tensor storage bytes the calling thread allocated on a target and has not freed yet, and the
+// most it held since reset_peak_tensor_bytes: a rank's tensor memory, since a rank is one thread
+// (a simulated rank too). Storage freed on another thread still counts to the thread that
+// allocated it. Allocations of 0 bytes count nothing.
+struct TensorBytes {
+  std::int64_t live = 0;
+  std::int64_t peak = 0;
+};
+TensorBytes tensor_bytes(Target target);
+void reset_peak_tensor_bytes(Target target);  // peak = live
+
+namespace detail {
+struct ByteAccount;
+}
+
 // Move-only owner of one allocation on one target.
 class Storage {
  public:
@@ -34,6 +49,7 @@ class Storage {
   Target target_;
   std::size_t bytes_;
   void* data_;
+  std::shared_ptr<detail::ByteAccount> account_;  // the allocating thread's (tensor_bytes)
 };
 
 class Tensor {

@@ -40,7 +40,22 @@ namespace noeira {
 
 // Prints every rank's memory_report(), one line per rank in rank order (a barrier between
 // ranks keeps simulated ranks' lines apart). Collective.
-void report_memory(dist::ShardingPolicy& policy, LogFormat format);
+// What a step's tensors hold beyond the store (dist::MemoryReport::activation_bytes): made just
+// before the step, read just after it, on the rank's own thread.
+class StepMemoryProbe {
+ public:
+  StepMemoryProbe(const dist::ShardingPolicy& policy, Target target);
+  std::int64_t activation_bytes(const dist::ShardingPolicy& policy) const;
+
+ private:
+  static std::int64_t store_bytes(const dist::ShardingPolicy& policy);
+  Target target_;
+  std::int64_t live_at_start_;
+  std::int64_t store_at_start_;
+};
+
+// Prints each rank's memory report, in rank order, with the step's activation bytes.
+void report_memory(dist::ShardingPolicy& policy, LogFormat format, std::int64_t activation_bytes);
 
 struct TrainSummary {
   EpochRecord last;              // the final epoch's record
@@ -177,6 +192,8 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
       ctx.step = static_cast<std::uint64_t>(at.step);
       const bool log_step = cfg.log_every > 0 && (at.step + 1) % cfg.log_every == 0;
       const float lr = schedule.lr_at(at.step);
+      std::optional<StepMemoryProbe> probe;
+      if (at.step == 0 && cfg.report_memory) probe.emplace(policy, ctx.target);
       const StepResult done =
           train_step(model, ctx, task, s, policy, optimizer, sums,
                      StepSettings{lr, cfg.grad_clip, log_step, static_cast<int>(cfg.accum)});
@@ -195,7 +212,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
       at.window_samples += batch_rows.size();
       period_samples += batch_rows.size();
       // After the first step the optimizer state exists: the report shows the steady state.
-      if (at.step == 1 && cfg.report_memory) report_memory(policy, cfg.log_format);
+      if (probe) report_memory(policy, cfg.log_format, probe->activation_bytes(policy));
 
       if (reporter) {
         progress.tick(period + 1, periods, s + 1, steps, shown_loss,
