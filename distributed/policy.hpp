@@ -8,8 +8,8 @@
 //   distributed/sharded_step.hpp  the optimizer step and gradient norm over owned ranges
 //   distributed/memory_report.hpp bytes per rank beside the formulas
 // What the policy itself adds is the communication between ranks around them: the initial
-// broadcast, ZeRO-3's gathers in the unit hooks (distributed/unit_gatherer.hpp), the norm's scalar allreduce, ZeRO-1/2's
-// all-gather after the step.
+// broadcast, ZeRO-3's gathers in the unit hooks (distributed/unit_gatherer.hpp), the norm's
+// scalar allreduce, ZeRO-1/2's all-gather after the step.
 //
 // Units are the model's Unit<> marks, or by default the top-level children of a Sequential (the
 // whole model otherwise); rank r owns slice r of every unit. One step, with the drivers of

@@ -15,9 +15,9 @@
 //
 // The choice reads the environment variable OPENBLAS_CORETYPE, before main. So a program that
 // finds OpenBLAS on kernels below the CPU's vector extensions sets the variable to the kernels
-// the CPU's features allow and executes itself again (`reexec_with_blas_core`), before anything else has happened (no MPI,
-// no threads, no files). A variable the user set is always respected; on a CPU that OpenBLAS
-// knows nothing changes.
+// the CPU's features allow and executes itself again (`reexec_with_blas_core`), before anything
+// else has happened (no MPI, no threads, no files). A variable the user set is always
+// respected; where OpenBLAS picks kernels as wide as the CPU's, nothing changes.
 #include <string>
 
 namespace noeira::cpu {

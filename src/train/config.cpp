@@ -118,16 +118,15 @@ void validate(const TrainConfig& c) {
                          : "--overwrite-checkpoints and --resume: a run either continues the "
                            "checkpoints or replaces them, not both");
   }
-  if (c.zero3_persist_below > 0 && c.policy != "zero3") {
-    throw InputError(detail::concat("--zero3-persist-below applies to --policy zero3 only (the "
-                                    "other policies hold every parameter whole), not to --policy ",
-                                    c.policy));
-  }
-  if (c.no_zero3_prefetch && c.policy != "zero3") {
-    throw InputError(detail::concat("--no-zero3-prefetch applies to --policy zero3 only (the "
-                                    "other policies gather no parameters), not to --policy ",
-                                    c.policy));
-  }
+  // A ZeRO-3 flag given under another policy would do nothing: say why instead.
+  auto require_zero3 = [&](bool given, const char* flag, const char* others) {
+    if (given && c.policy != "zero3") {
+      throw InputError(detail::concat(flag, " applies to --policy zero3 only (the other policies ",
+                                      others, "), not to --policy ", c.policy));
+    }
+  };
+  require_zero3(c.zero3_persist_below > 0, "--zero3-persist-below", "hold every parameter whole");
+  require_zero3(c.no_zero3_prefetch, "--no-zero3-prefetch", "gather no parameters");
   if (!(c.bucket_mb > 0.0)) {
     throw InputError(detail::concat("--bucket-mb must be positive, got ", c.bucket_mb));
   }
