@@ -21,17 +21,28 @@ struct DropoutKey {
   std::int64_t row_offset = 0;  // global index of local row 0 (rank r's first row of the batch)
 };
 
+// How gather_pixels turns the bytes of a data set's row into a model's inputs. The row is
+// `channels` planes of equal size; byte b of channel c becomes b · scale[c] + shift[c], rounded
+// after the product and after the sum (never a fused multiply-add), with scale = 1 / (255 · std)
+// and shift = −mean / std computed in float on the host: the arithmetic the data sets used when
+// they were held normalized, so every input keeps its bits. shift[c] is also what a black pixel
+// becomes, the value of crop-flip's padding.
+inline constexpr int kMaxPixelChannels = 4;
+struct PixelNormalization {
+  std::int64_t channels = 1;
+  float scale[kMaxPixelChannels] = {};
+  float shift[kMaxPixelChannels] = {};
+};
+
 // One random crop and horizontal flip per image, torchvision's RandomCrop(size, padding) then
 // RandomHorizontalFlip(): the crop's offsets and the flip of a sample are a pure function of
 // (seed, epoch, sample), kernels/augment_math.hpp, so no rank count, batch position, thread count
 // or launch shape changes what an image becomes.
-inline constexpr int kMaxAugmentChannels = 4;
 struct CropFlip {
   std::uint64_t seed = 0;
   std::uint64_t epoch = 0;
   std::int64_t channels = 1, height = 1, width = 1;  // each table row is [channels, height, width]
   std::int64_t padding = 0;  // pixels added on every side before a crop of height x width
-  float fill[kMaxAugmentChannels] = {};  // per channel: the value of a padded pixel
 };
 
 enum class LossKind : std::uint8_t { CrossEntropy, SoftCrossEntropy, Mse, TwoHot, GaussianNll };
@@ -200,11 +211,16 @@ struct KernelTable {
   // a float), so a bad token id that reached a device shows as a NaN loss, not a crash.
   void (*gather_rows)(Stream, void* dst, const std::int32_t* index, const void* table,
                       std::int64_t rows, std::int64_t row_words, std::int64_t table_rows);
-  // gather_rows of images, each then cropped and flipped as `spec` draws for its sample
-  // index[r] (the data set's index, whatever its position in the batch). A row outside the table
-  // is poisoned as in gather_rows. channels <= kMaxAugmentChannels.
-  void (*gather_crop_flip)(Stream, float* dst, const std::int32_t* index, const float* table,
-                           std::int64_t rows, std::int64_t table_rows, const CropFlip& spec);
+  // The batch gather from a resident data set of bytes: dst row r = table row index[r] (row r
+  // when index is null: evaluation in file order, the caller offsetting table), row_bytes bytes
+  // each, written as floats normalized by `norm`. Where `augment` is not null each image is also
+  // cropped and flipped as it draws for sample index[r] (the data set's index, whatever its
+  // position in the batch), its padding shift[c]; augment's channels x height x width is then
+  // row_bytes and its channels norm.channels. A row outside the table is poisoned as in
+  // gather_rows. norm.channels <= kMaxPixelChannels and divides row_bytes.
+  void (*gather_pixels)(Stream, float* dst, const std::int32_t* index, const std::uint8_t* table,
+                        std::int64_t rows, std::int64_t row_bytes, std::int64_t table_rows,
+                        const PixelNormalization& norm, const CropFlip* augment);
 
   // --- element-wise -----------------------------------------------------------------------------
   void (*fill)(Stream, float* x, float value, std::int64_t n);

@@ -1,7 +1,5 @@
 #include "train/augment.hpp"
 
-#include <algorithm>
-
 #include "kernels/error.hpp"
 
 namespace noeira {
@@ -13,15 +11,9 @@ Augment parse_augment(std::string_view name) { return kAugmentNames.parse(name);
 CropFlip crop_flip_spec(const ResidentData& data, std::int64_t padding, std::uint64_t seed,
                         std::int64_t epoch) {
   const ImageShape& image = data.image;
-  if (image.numel() != data.features ||
-      static_cast<std::int64_t>(data.black_pixel.size()) != image.channels) {
+  if (image.numel() != data.features || data.normalization.channels != image.channels) {
     throw InputError(detail::concat("--augment crop-flip: ", data.name, " has ", data.features,
                                     " features per sample but no image shape to crop"));
-  }
-  if (image.channels > kMaxAugmentChannels) {
-    throw InputError(detail::concat("--augment crop-flip: ", data.name, " has ", image.channels,
-                                    " channels, more than the ", kMaxAugmentChannels,
-                                    " it can pad"));
   }
   NOEIRA_CHECK(padding >= 0 && epoch >= 0, "crop_flip_spec: padding ", padding, ", epoch ", epoch);
   CropFlip spec;
@@ -31,7 +23,6 @@ CropFlip crop_flip_spec(const ResidentData& data, std::int64_t padding, std::uin
   spec.height = image.height;
   spec.width = image.width;
   spec.padding = padding;
-  std::copy(data.black_pixel.begin(), data.black_pixel.end(), spec.fill);
   return spec;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Augmentation of training images (--augment): crop-flip is torchvision's CIFAR pipeline,
 // RandomCrop(size, padding) then RandomHorizontalFlip(), applied on the target as the training
-// batch is gathered (gather_crop_flip). What a sample becomes is a pure function of (seed, epoch,
+// batch is gathered (gather_pixels). What a sample becomes is a pure function of (seed, epoch,
 // sample index in the training split), so the global batch is the same for any number of ranks,
 // any thread count and a resumed run. Evaluation never augments.
 #include <cstdint>
@@ -26,10 +26,10 @@ struct Augmentation {
 };
 
 // The crop and flip of `data`'s images in `epoch` under `seed`. The padding is the value a black
-// pixel normalizes to, channel by channel (ResidentData::black_pixel): torchvision pads the raw
+// pixel normalizes to, channel by channel (PixelNormalization::shift): torchvision pads the raw
 // image with 0 before ToTensor and Normalize, so its padding becomes (0 - mean) / std, and so does
-// ours although our images are normalized when loaded. InputError when `data` has no image shape
-// or more channels than the kernels take.
+// ours, normalized as the batch is gathered (gather_pixels). InputError when `data` has no image
+// shape.
 CropFlip crop_flip_spec(const ResidentData& data, std::int64_t padding, std::uint64_t seed,
                         std::int64_t epoch);
 

@@ -5,9 +5,9 @@
 namespace noeira {
 
 ResidentData make_resident(const Dataset& data, Target target) {
-  NOEIRA_CHECK(static_cast<std::int64_t>(data.images.size()) == data.count * data.features &&
+  NOEIRA_CHECK(static_cast<std::int64_t>(data.pixels.size()) == data.count * data.features &&
                    static_cast<std::int64_t>(data.labels.size()) == data.count,
-               data.name, ": ", data.images.size(), " pixel values and ", data.labels.size(),
+               data.name, ": ", data.pixels.size(), " pixels and ", data.labels.size(),
                " labels for ", data.count, " samples of ", data.features, " features");
   // The one check of the labels: the kernels that index with them on a device do not download
   // them again (the readers checked them against the format; this checks them against the
@@ -24,8 +24,12 @@ ResidentData make_resident(const Dataset& data, Target target) {
   out.features = data.features;
   out.num_classes = data.num_classes;
   out.image = data.image;
-  out.black_pixel = data.black_pixel;
-  out.images = Tensor::from_host({data.count, data.features}, data.images, target);
+  out.normalization = pixel_normalization(data);
+  auto pixels = std::make_shared<Storage>(target, data.pixels.size());
+  if (!data.pixels.empty()) {
+    kernels_for(target).upload(nullptr, pixels->data(), data.pixels.data(), data.pixels.size());
+  }
+  out.pixels = std::move(pixels);
   out.labels = Tensor::from_host_ids({data.count}, data.labels, target);
   return out;
 }
@@ -45,31 +49,40 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   const std::int64_t limit = in_order ? data.count : order.numel();
   NOEIRA_CHECK(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= limit, "gather_batch: rows [",
                rows.begin, ", ", rows.end, ") outside the ", limit, " samples of ", data.name);
-  NOEIRA_CHECK(in_order || order.target() == data.images.target(), "gather_batch: the order of ",
-               data.name, " is on another target than the data");
+  const Target target = data.target();
+  NOEIRA_CHECK(in_order || order.target() == target, "gather_batch: the order of ", data.name,
+               " is on another target than the data");
+  NOEIRA_CHECK(!in_order || augment == nullptr, "gather_batch: ", data.name,
+               " augmented in file order (evaluation never augments)");
   const std::int64_t n = rows.size();
   const std::int64_t f = data.features;
+  // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
+  if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f}, target);
+  const KernelTable& k = kernels_for(target);
+  const auto* table = static_cast<const std::uint8_t*>(data.pixels->data());
   if (in_order) {
-    out.x = data.images.view({n, f}, rows.begin * f);
+    // The bytes cannot be viewed as inputs: rows begin.. gathered without an index.
+    k.gather_pixels(stream, out.x.data(), nullptr, table + rows.begin * f, n, f,
+                    data.count - rows.begin, data.normalization, nullptr);
     out.labels = data.labels.view({n}, rows.begin);
     out.views_data = true;
     return;
   }
-  if (out.views_data) out = Batch(data.images.target());
-  // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
-  const Target target = data.images.target();
-  if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f}, target);
+  if (out.views_data) {
+    out.labels = Tensor({n}, target, DType::I32);
+    out.views_data = false;
+  }
   if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n}, target);
-  const KernelTable& k = kernels_for(data.images.target());
   const std::int32_t* index = order.ids() + rows.begin;
   if (augment != nullptr) {
-    NOEIRA_CHECK(augment->channels * augment->height * augment->width == f,
+    NOEIRA_CHECK(augment->channels * augment->height * augment->width == f &&
+                     augment->channels == data.normalization.channels,
                  "gather_batch: augmenting images of ", augment->channels, "x", augment->height,
-                 "x", augment->width, " but ", data.name, " has ", f, " features");
-    k.gather_crop_flip(stream, out.x.data(), index, data.images.data(), n, data.count, *augment);
-  } else {
-    k.gather_rows(stream, out.x.data(), index, data.images.data(), n, f, data.count);
+                 "x", augment->width, " but ", data.name, " has ", f, " features in ",
+                 data.normalization.channels, " channels");
   }
+  k.gather_pixels(stream, out.x.data(), index, table, n, f, data.count, data.normalization,
+                  augment);
   k.gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1, data.count);
 }
 

@@ -1,12 +1,13 @@
 #pragma once
 // The data a run reads, resident on the run's target, and the batch a step reads from it.
 //
-// A split is uploaded once (ResidentData); a training batch is then a gather of rows on the
-// target through the epoch's order (itself uploaded once per epoch), and an evaluation batch, in
-// file order, is a view. No sample crosses the host-device boundary after the upload. The batch
-// tensors keep their storage from step to step (a short last batch shrinks the shape, never
-// reallocates).
+// A split is uploaded once (ResidentData), as bytes; a batch is then a gather of rows on the
+// target that normalizes them to floats, for training through the epoch's order (itself uploaded
+// once per epoch), for evaluation in file order. No sample crosses the host-device boundary after
+// the upload. The batch tensors keep their storage from step to step (a short last batch shrinks
+// the shape, never reallocates).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,12 @@ struct ResidentData {
   std::int64_t count = 0;
   std::int64_t features = 0;
   int num_classes = 0;
-  ImageShape image;                // as Dataset's: what the features are, when they are an image
-  std::vector<float> black_pixel;  // [image.channels] on the host: augmentation's padding
-  Tensor images;  // [count, features] F32
-  Tensor labels;  // [count] I32
+  ImageShape image;  // as Dataset's: what the features are, when they are an image
+  PixelNormalization normalization;       // Dataset's statistics, as gather_pixels takes them
+  std::shared_ptr<const Storage> pixels;  // [count, features] bytes on the target
+  Tensor labels;                          // [count] I32
+
+  Target target() const { return labels.target(); }
 };
 
 // Uploads `data` to `target`. On the CPU this is a copy: pass a temporary to free the host
@@ -43,7 +46,7 @@ struct Batch {
 
   Tensor x;       // [rows, features] F32
   Tensor labels;  // [rows] I32
-  // x and labels are views of the data set (evaluation order): a gather must not write there.
+  // labels is a view of the data set's (evaluation order): a gather must not write there.
   bool views_data = false;
 };
 
@@ -51,10 +54,10 @@ struct Batch {
 RowRange local_rows(RowRange global, int rank, int world);
 
 // Fills `out` with samples order[rows.begin .. rows.end) of `data` (positions into `order`, a
-// resident_order of the data's target), gathered on the target on `stream`, each image cropped
-// and flipped as `augment` draws for it where that is not null (train/augment.hpp); or, when
-// `order` is undefined (evaluation in file order, never augmented), makes `out` views of samples
-// rows.begin .. rows.end.
+// resident_order of the data's target), gathered and normalized on the target on `stream`, each
+// image cropped and flipped as `augment` draws for it where that is not null (train/augment.hpp);
+// or, when `order` is undefined (evaluation in file order, never augmented), with samples
+// rows.begin .. rows.end, the labels a view of the data's.
 void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
                   Stream stream = nullptr, const CropFlip* augment = nullptr);
 

@@ -13,7 +13,7 @@ ClassificationTask::ClassificationTask(const ResidentData& train, const Resident
       eval_batch_(eval_batch),
       seed_(seed),
       augment_(augment),
-      batch_(train.images.target()) {
+      batch_(train.target()) {
   if (augment_.kind == Augment::CropFlip) {
     crop_flip_ = crop_flip_spec(train_, augment_.padding, seed_, /*epoch=*/0);
   }

@@ -1,6 +1,6 @@
 #include "train/dataset.hpp"
 
-#include <array>
+#include <utility>
 
 #include "io/cifar.hpp"
 #include "io/idx.hpp"
@@ -26,29 +26,19 @@ constexpr std::string_view kCifarClasses[] = {"airplane", "automobile", "bird", 
                                               "dog",      "frog",       "horse", "ship", "truck"};
 static_assert(std::size(kCifarClasses) == io::kCifar10Classes);
 
-// pixels is [count, image]; normalizes channel c with stats c into d.images, and records the
-// image shape and the value a zero pixel takes (0 · scale + shift is the shift exactly).
-void normalize_into(Dataset& d, const std::uint8_t* pixels, const PixelStats& s) {
-  const ImageShape image = s.image;
-  const int channels = static_cast<int>(image.channels);
-  const std::int64_t plane = image.pixels();
-  d.image = image;
-  d.features = image.numel();
-  d.images.resize(static_cast<std::size_t>(d.count * d.features));
-  d.black_pixel.resize(static_cast<std::size_t>(channels));
-  std::array<float, 3> scale{}, shift{};
-  for (int c = 0; c < channels; ++c) {
-    scale[c] = 1.0f / (255.0f * s.std[c]);
-    shift[c] = -s.mean[c] / s.std[c];
-    d.black_pixel[c] = shift[c];
-  }
-  std::size_t i = 0;
-  for (std::int64_t n = 0; n < d.count; ++n) {
-    for (int c = 0; c < channels; ++c) {
-      for (std::int64_t p = 0; p < plane; ++p, ++i) {
-        d.images[i] = static_cast<float>(pixels[i]) * scale[c] + shift[c];
-      }
-    }
+// Records the image shape and statistics of `s` in `d`, whose pixels are `pixels`: its first
+// d.count samples, the rest freed (a --limit run keeps only what it reads).
+void set_pixels(Dataset& d, std::vector<std::uint8_t>&& pixels, const PixelStats& s) {
+  d.image = s.image;
+  d.features = s.image.numel();
+  d.mean.assign(s.mean.begin(), s.mean.end());
+  d.std.assign(s.std.begin(), s.std.end());
+  d.pixels = std::move(pixels);
+  const auto bytes = static_cast<std::size_t>(d.count * d.features);
+  // Also the slack of the appends that read CIFAR's five files into one split.
+  if (d.pixels.size() != bytes || d.pixels.capacity() != bytes) {
+    d.pixels.resize(bytes);
+    d.pixels.shrink_to_fit();
   }
 }
 
@@ -82,7 +72,7 @@ Dataset load_idx(DatasetKind kind, const std::filesystem::path& dir, Split split
   d.name = detail::concat(to_string(kind), split == Split::Train ? "/train" : "/test");
   d.count = apply_limit(d.name, images.count, limit);
   d.num_classes = 10;
-  normalize_into(d, images.pixels.data(), pixel_stats(kind));
+  set_pixels(d, std::move(images.pixels), pixel_stats(kind));
   d.labels.assign(labels.begin(), labels.begin() + d.count);
   return d;
 }
@@ -100,7 +90,7 @@ Dataset load_cifar(const std::filesystem::path& dir, Split split, std::int64_t l
   d.name = split == Split::Train ? "cifar10/train" : "cifar10/test";
   d.count = apply_limit(d.name, batch.count, limit);
   d.num_classes = io::kCifar10Classes;
-  normalize_into(d, batch.pixels.data(), pixel_stats(DatasetKind::Cifar10));
+  set_pixels(d, std::move(batch.pixels), pixel_stats(DatasetKind::Cifar10));
   d.labels.assign(batch.labels.begin(), batch.labels.begin() + d.count);
   return d;
 }
@@ -138,6 +128,27 @@ std::filesystem::path default_data_dir(DatasetKind kind) {
     case DatasetKind::Cifar10: return "/usr/share/datasets/cifar-10-batches-bin";
   }
   return {};
+}
+
+PixelNormalization pixel_normalization(const Dataset& data) {
+  const auto channels = static_cast<std::int64_t>(data.mean.size());
+  if (channels == 0 || data.std.size() != data.mean.size() || data.features % channels != 0) {
+    throw InputError(detail::concat(data.name, ": ", data.mean.size(), " means and ",
+                                    data.std.size(), " standard deviations for samples of ",
+                                    data.features, " features"));
+  }
+  if (channels > kMaxPixelChannels) {
+    throw InputError(detail::concat(data.name, ": ", channels, " channels, more than the ",
+                                    kMaxPixelChannels, " the batch gather normalizes"));
+  }
+  PixelNormalization norm;
+  norm.channels = channels;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    // shift is also crop-flip's padding: torchvision's zero padding, normalized.
+    norm.scale[c] = 1.0f / (255.0f * data.std[c]);
+    norm.shift[c] = -data.mean[c] / data.std[c];
+  }
+  return norm;
 }
 
 Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split split,

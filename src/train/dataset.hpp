@@ -1,5 +1,7 @@
 #pragma once
-// In-memory classification data sets: images as normalized float rows, labels as int32.
+// In-memory classification data sets: images as the files store them, one byte per pixel, with
+// the statistics that normalize them; labels as int32. A batch is normalized as it is gathered
+// (train/batch.hpp), so the data is held at its own size, not at four bytes per pixel.
 //
 // Normalization: pixel / 255, then (x - mean) / std with the data set's published training-split
 // statistics (fixed constants, so train and eval agree without re-reading the training split):
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "core/names.hpp"
+#include "kernels/kernel_table.hpp"
 #include "nn/image_shape.hpp"
 
 namespace noeira {
@@ -47,17 +50,22 @@ std::span<const std::string_view> class_names(DatasetKind kind);
 struct Dataset {
   std::string name;                   // e.g. "fashion-mnist/train", for messages
   std::int64_t count = 0;             // samples
-  std::int64_t features = 0;          // floats per sample (784 for 28x28, 3072 for CIFAR)
+  std::int64_t features = 0;          // bytes (model inputs) per sample: 784 for 28x28, 3072 CIFAR
   int num_classes = 0;
-  // The image a sample's features hold, [channels, height, width] (features = image.numel()),
-  // and what a black (zero) pixel of each channel normalizes to, (0 - mean) / std: the value of
-  // augmentation's padding. A data set built without them (image.numel() != features) cannot be
-  // augmented.
+  // The image a sample's features hold, [channels, height, width] (features = image.numel()). A
+  // data set built without it (image.numel() != features) cannot be augmented.
   ImageShape image;
-  std::vector<float> black_pixel;     // [image.channels]
-  std::vector<float> images;          // [count, features], normalized
+  // Per channel, the mean and standard deviation of pixel / 255 (as PixelStats): a sample is
+  // mean.size() planes of features / mean.size() bytes, channel c normalized with mean[c], std[c].
+  std::vector<float> mean, std;
+  std::vector<std::uint8_t> pixels;   // [count, features], as the files store them
   std::vector<std::int32_t> labels;   // [count], in 0..num_classes-1
 };
+
+// What gather_pixels needs to normalize `data`'s bytes (kernel_table.hpp): scale and shift per
+// channel, in the float arithmetic the inputs have always been computed with. InputError when the
+// statistics do not fit the features or have more channels than the kernels take.
+PixelNormalization pixel_normalization(const Dataset& data);
 
 enum class Split : std::uint8_t { Train, Test };
 

@@ -22,10 +22,15 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
   const DatasetKind kind = parse_dataset_kind(cfg.data);
   ImageRun run;
   run.dir = image_dir(cfg);
-  // Uploaded once, shared by the simulated ranks; the host copies are freed at once.
+  // Uploaded once, shared by the simulated ranks; the host copies are freed at once. The
+  // fingerprint covers what a batch is made of, the bytes and the statistics that normalize them.
+  // Only the ranks of one job compare it, at start-up: it is never stored, so its value may change
+  // from one version of noeira to the next (it hashed the normalized floats before).
   auto resident = [&](Split split, std::int64_t limit) {
     const Dataset data = load_dataset(kind, run.dir, split, limit);
-    run.fingerprint = hash_words(std::span(data.images), run.fingerprint);
+    run.fingerprint = hash_words(std::span(data.pixels), run.fingerprint);
+    run.fingerprint = hash_words(std::span(data.mean), run.fingerprint);
+    run.fingerprint = hash_words(std::span(data.std), run.fingerprint);
     run.fingerprint = hash_words(std::span(data.labels), run.fingerprint);
     return make_resident(data, target);
   };

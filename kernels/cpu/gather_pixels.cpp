@@ -1,0 +1,48 @@
+// The batch gather from a resident data set of bytes on the CPU: rows normalized as they are
+// copied, each image cropped and flipped when augmenting. The normalization comes from
+// kernels/pixel_math.hpp and the draws from kernels/augment_math.hpp (both shared with CUDA), the
+// draws once per image.
+#include <bit>
+
+#include "kernels/augment_math.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/parallel.hpp"
+#include "kernels/pixel_math.hpp"
+
+namespace noeira::cpu {
+
+void gather_pixels(Stream, float* dst, const std::int32_t* index, const std::uint8_t* table,
+                   std::int64_t rows, std::int64_t row_bytes, std::int64_t table_rows,
+                   const PixelNormalization& norm, const CropFlip* augment) {
+  const std::int64_t plane = row_bytes / norm.channels;
+  parallel_for_rows(rows, row_bytes, [&](std::int64_t r) {
+    float* out = dst + r * row_bytes;
+    const std::int64_t sample = index != nullptr ? index[r] : r;
+    if (sample < 0 || sample >= table_rows) {
+      for (std::int64_t i = 0; i < row_bytes; ++i) out[i] = std::bit_cast<float>(kPoisonWord);
+      return;
+    }
+    const std::uint8_t* in = table + sample * row_bytes;
+    const CropFlipDraw draw = augment != nullptr ? crop_flip_draw(*augment, sample) : CropFlipDraw{};
+    for (std::int64_t c = 0; c < norm.channels; ++c) {
+      const float scale = norm.scale[c], shift = norm.shift[c];
+      const std::uint8_t* in_plane = in + c * plane;
+      float* out_plane = out + c * plane;
+      if (augment == nullptr) {
+        for (std::int64_t p = 0; p < plane; ++p) {
+          out_plane[p] = normalized_pixel(in_plane[p], scale, shift);
+        }
+        continue;
+      }
+      for (std::int64_t y = 0; y < augment->height; ++y) {
+        for (std::int64_t x = 0; x < augment->width; ++x) {
+          const std::int64_t source = crop_flip_source(*augment, draw, y, x);
+          out_plane[y * augment->width + x] =
+              source < 0 ? shift : normalized_pixel(in_plane[source], scale, shift);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace noeira::cpu
