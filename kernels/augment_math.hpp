@@ -1,8 +1,9 @@
 #pragma once
-// What gather_crop_flip draws for a sample, written once for the CPU and CUDA kernels (and the
-// tests). A sample's crop offsets and flip are a pure function of (seed, epoch, sample): every
-// pixel of an image can recompute them, so a CUDA thread per pixel and a CPU loop per image agree
-// without storing the draws, and a batch split over any number of ranks draws what one rank would.
+// What gather_pixels draws for a sample under crop-flip, written once for the CPU and CUDA kernels
+// (and the tests). A sample's crop offsets and flip are a pure function of (seed, epoch, sample):
+// every pixel of an image can recompute them, so a CUDA thread per pixel and a CPU loop per image
+// agree without storing the draws, and a batch split over any number of ranks draws what one rank
+// would.
 #include <cstdint>
 
 #include "kernels/hd.hpp"

@@ -1,8 +1,9 @@
-// Image augmentation (train/augment.hpp, kernels gather_crop_flip): the draws are a pure function
-// of (seed, epoch, sample) and cover every offset and both flips; a crafted image moves by the
-// drawn offset and mirrors, against a reference that pads, crops and flips explicitly; the
-// padding is the normalized black pixel; the training batch of a sample is the same for any rank
-// count and batch position; `none` is the plain gather; CUDA matches the CPU bit for bit.
+// Image augmentation (train/augment.hpp, kernel gather_pixels): the draws are a pure function of
+// (seed, epoch, sample) and cover every offset and both flips; a crafted image moves by the drawn
+// offset and mirrors, against a reference that normalizes as the data sets did when they were
+// held as floats, then pads, crops and flips explicitly; the padding is the normalized black
+// pixel; the training batch of a sample is the same for any rank count and batch position;
+// `none` is the plain gather. CUDA against the CPU: test_gather_pixels.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,12 +11,14 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
 #include <vector>
 
+#include "byte_data.hpp"
 #include "expect_error.hpp"
-#include "gpu_skip.hpp"
 #include "io_test_files.hpp"
 #include "kernels/augment_math.hpp"
+#include "kernels/error.hpp"
 #include "train/augment.hpp"
 #include "train/classification.hpp"
 
@@ -25,9 +28,10 @@ namespace {
 constexpr ImageShape kImage{3, 5, 7};  // odd and unequal sides: rows and columns cannot swap
 constexpr std::int64_t kPadding = 2;
 
-// Pixel (c, y, x) of sample s: a value no other pixel of any sample has.
-float pixel_value(std::int64_t s, std::int64_t c, std::int64_t y, std::int64_t x) {
-  return static_cast<float>(s * 1000 + c * 100 + y * 10 + x);
+// Pixel (c, y, x) of sample s: a byte no other pixel of the sample has, and never black (the
+// padding's), shifted by the sample so that samples differ.
+std::uint8_t pixel_byte(std::int64_t s, std::int64_t c, std::int64_t y, std::int64_t x) {
+  return static_cast<std::uint8_t>(1 + (s * 13 + c * kImage.pixels() + y * kImage.width + x) % 255);
 }
 
 Dataset crafted(std::int64_t count) {
@@ -37,12 +41,13 @@ Dataset crafted(std::int64_t count) {
   d.image = kImage;
   d.features = kImage.numel();
   d.num_classes = 2;
-  d.black_pixel = {-1.5f, -2.5f, -3.5f};
+  d.mean = {0.25f, 0.5f, 0.75f};  // black normalizes to -0.5, -2, -6
+  d.std = {0.5f, 0.25f, 0.125f};
   for (std::int64_t s = 0; s < count; ++s) {
     d.labels.push_back(static_cast<std::int32_t>(s % 2));
     for (std::int64_t c = 0; c < kImage.channels; ++c) {
       for (std::int64_t y = 0; y < kImage.height; ++y) {
-        for (std::int64_t x = 0; x < kImage.width; ++x) d.images.push_back(pixel_value(s, c, y, x));
+        for (std::int64_t x = 0; x < kImage.width; ++x) d.pixels.push_back(pixel_byte(s, c, y, x));
       }
     }
   }
@@ -53,15 +58,20 @@ CropFlip spec_for(const ResidentData& data, std::uint64_t seed = 7, std::int64_t
   return crop_flip_spec(data, kPadding, seed, epoch);
 }
 
-// torchvision's order written out: pad every side with the fill, crop at (top, left), mirror.
-std::vector<float> reference_crop_flip(const Dataset& d, std::int64_t s, const CropFlipDraw& draw) {
-  const std::int64_t H = d.image.height, W = d.image.width, P = kPadding;
+// torchvision's order written out on the images normalized as floats: pad every side with the
+// black pixel's value, crop at (top, left), mirror.
+std::vector<float> reference_crop_flip(const Dataset& d, std::int64_t s, const CropFlipDraw& draw,
+                                       std::int64_t padding = kPadding) {
+  const std::int64_t H = d.image.height, W = d.image.width, P = padding;
+  const std::vector<float> images = testing::float_path_images(d);
   std::vector<float> out;
   for (std::int64_t c = 0; c < d.image.channels; ++c) {
-    std::vector<std::vector<float>> padded(H + 2 * P,
-                                           std::vector<float>(W + 2 * P, d.black_pixel[c]));
+    const float black = testing::float_path_shift(d, static_cast<std::size_t>(c));
+    std::vector<std::vector<float>> padded(H + 2 * P, std::vector<float>(W + 2 * P, black));
     for (std::int64_t y = 0; y < H; ++y) {
-      for (std::int64_t x = 0; x < W; ++x) padded[y + P][x + P] = pixel_value(s, c, y, x);
+      for (std::int64_t x = 0; x < W; ++x) {
+        padded[y + P][x + P] = images[s * d.features + (c * H + y) * W + x];
+      }
     }
     for (std::int64_t y = 0; y < H; ++y) {
       std::vector<float> row(padded[draw.top + y].begin() + draw.left,
@@ -77,9 +87,21 @@ std::vector<float> gather_on(Target target, const ResidentData& data,
                              const std::vector<std::int32_t>& index, const CropFlip& spec) {
   const Tensor ids = Tensor::from_host_ids({static_cast<std::int64_t>(index.size())}, index, target);
   Tensor out({static_cast<std::int64_t>(index.size()), data.features}, target);
-  kernels_for(target).gather_crop_flip(nullptr, out.data(), ids.ids(), data.images.data(),
-                                       ids.numel(), data.count, spec);
+  kernels_for(target).gather_pixels(nullptr, out.data(), ids.ids(),
+                                    static_cast<const std::uint8_t*>(data.pixels->data()),
+                                    ids.numel(), data.features, data.count, data.normalization,
+                                    &spec);
   return out.to_vector();
+}
+
+// Bit for bit: the float path's values, padding included, are what the kernel must write.
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i]))
+        << what << ", element " << i << ": " << got[i] << " against " << want[i];
+  }
 }
 
 TEST(CropFlipDraw, IsAFunctionOfSeedEpochAndSampleAndCoversEveryChoice) {
@@ -134,8 +156,9 @@ TEST(GatherCropFlip, CraftedImagesMoveByTheDrawnOffsetAndMirror) {
     shifted |= draw.top != kPadding || draw.left != kPadding;
     const std::vector<float> want = reference_crop_flip(d, index[r], draw);
     const std::vector<float> row(got.begin() + r * d.features, got.begin() + (r + 1) * d.features);
-    EXPECT_EQ(row, want) << "sample " << index[r] << " top " << draw.top << " left " << draw.left
-                         << " flip " << draw.flip;
+    expect_same_bits(row, want,
+                     detail::concat("sample ", index[r], " top ", draw.top, " left ", draw.left,
+                                    " flip ", draw.flip));
   }
   // Not vacuous: the batch holds flipped, unflipped and shifted images.
   EXPECT_TRUE(flipped && unflipped && shifted);
@@ -146,10 +169,11 @@ TEST(GatherCropFlip, OnePixelLandsWhereTheDrawSays) {
   // most the padding moves out of the image, as its 16 copies are augmented.
   constexpr std::int64_t kCopies = 16, kY = 2, kX = 3;
   Dataset d = crafted(kCopies);
-  std::fill(d.images.begin(), d.images.end(), 0.0f);
-  d.black_pixel = {0.0f, 0.0f, 0.0f};  // the padding is black too
+  std::fill(d.pixels.begin(), d.pixels.end(), std::uint8_t{0});  // the padding is black too
   const std::int64_t plane = kImage.pixels();
-  for (std::int64_t s = 0; s < kCopies; ++s) d.images[s * d.features + plane + kY * 7 + kX] = 1.0f;
+  for (std::int64_t s = 0; s < kCopies; ++s) d.pixels[s * d.features + plane + kY * 7 + kX] = 255;
+  const float black[3] = {-0.5f, -2.0f, -6.0f};
+  const float white = 255.0f * testing::float_path_scale(d, 1) + testing::float_path_shift(d, 1);
   const ResidentData data = make_resident(d, Target::Cpu);
   const CropFlip spec = spec_for(data, /*seed=*/11);
   std::vector<std::int32_t> index(kCopies);
@@ -164,21 +188,26 @@ TEST(GatherCropFlip, OnePixelLandsWhereTheDrawSays) {
     const std::int64_t at = plane + y * kImage.width + x;
     places.insert(at);
     for (std::int64_t i = 0; i < d.features; ++i) {
-      EXPECT_EQ(got[s * d.features + i], i == at ? 1.0f : 0.0f) << "sample " << s << " at " << i;
+      EXPECT_EQ(got[s * d.features + i], i == at ? white : black[i / plane])
+          << "sample " << s << " at " << i;
     }
   }
   EXPECT_GT(places.size(), 5u);  // the copies went to different places
 }
 
 TEST(GatherCropFlip, PaddingIsTheBlackPixelAndBadRowsArePoisoned) {
-  const ResidentData data = make_resident(crafted(4), Target::Cpu);
+  const Dataset d = crafted(4);
+  const ResidentData data = make_resident(d, Target::Cpu);
   CropFlip spec = spec_for(data);
   spec.padding = 100;  // every crop is all padding
   const std::vector<float> got = gather_on(Target::Cpu, data, {2, -1, 4}, spec);
+  // The float path's black pixel, -mean / std, to the bit.
+  expect_same_bits(std::vector<float>(got.begin(), got.begin() + data.features),
+                   reference_crop_flip(d, 2, crop_flip_draw(spec, 2), spec.padding), "padding");
   for (std::int64_t i = 0; i < data.features; ++i) {
-    EXPECT_EQ(got[i], data.black_pixel[i / kImage.pixels()]);
-    EXPECT_TRUE(std::isnan(got[data.features + i]));
-    EXPECT_TRUE(std::isnan(got[2 * data.features + i]));
+    EXPECT_EQ(got[i], testing::float_path_shift(d, static_cast<std::size_t>(i / kImage.pixels())));
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(got[data.features + i]), kPoisonWord);
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(got[2 * data.features + i]), kPoisonWord);
   }
 }
 
@@ -188,15 +217,18 @@ TEST(GatherCropFlip, DataSetsPadWithWhatABlackPixelNormalizesTo) {
   const Dataset d = load_dataset(DatasetKind::Cifar10, dir / "cifar", Split::Test);
   EXPECT_EQ(d.image, (ImageShape{3, 32, 32}));
   const float means[3] = {0.4914f, 0.4822f, 0.4465f}, stds[3] = {0.2470f, 0.2435f, 0.2616f};
-  ASSERT_EQ(d.black_pixel.size(), 3u);
-  for (int c = 0; c < 3; ++c) EXPECT_FLOAT_EQ(d.black_pixel[c], (0.0f - means[c]) / stds[c]);
-  // write_tiny_cifar's first pixel of every plane is black.
-  for (int c = 0; c < 3; ++c) EXPECT_EQ(d.images[c * 1024], d.black_pixel[c]);
+  const PixelNormalization norm = make_resident(d, Target::Cpu).normalization;
+  ASSERT_EQ(norm.channels, 3);
+  for (int c = 0; c < 3; ++c) EXPECT_FLOAT_EQ(norm.shift[c], (0.0f - means[c]) / stds[c]);
+  // write_tiny_cifar's first pixel of every plane is black, and normalizes to the padding.
+  const std::vector<float> inputs = testing::float_path_images(d);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(inputs[c * 1024], norm.shift[c]);
   testing::write_tiny_mnist(dir / "mnist", 2, 2, false);
   const Dataset f = load_dataset(DatasetKind::FashionMnist, dir / "mnist", Split::Test);
   EXPECT_EQ(f.image, (ImageShape{1, 28, 28}));
-  ASSERT_EQ(f.black_pixel.size(), 1u);
-  EXPECT_FLOAT_EQ(f.black_pixel[0], -0.2860f / 0.3530f);
+  const PixelNormalization gray = make_resident(f, Target::Cpu).normalization;
+  ASSERT_EQ(gray.channels, 1);
+  EXPECT_FLOAT_EQ(gray.shift[0], -0.2860f / 0.3530f);
 }
 
 TEST(GatherCropFlip, DataWithoutAnImageShapeIsRefused) {
@@ -256,27 +288,11 @@ TEST(ClassificationAugment, ASampleIsTheSameForAnyRankCountAndBatchPosition) {
 TEST(ClassificationAugment, NoneIsThePlainSample) {
   const Dataset d = crafted(23);
   const ResidentData data = make_resident(d, Target::Cpu);
+  const std::vector<float> inputs = testing::float_path_images(d);
   for (const auto& [sample, x] : epoch_inputs(data, Augmentation{}, 10, 3, 1)) {
-    const auto first = d.images.begin() + sample * d.features;
-    EXPECT_EQ(x, std::vector<float>(first, first + d.features)) << "sample " << sample;
-  }
-}
-
-TEST(CudaAugment, GatherCropFlipMatchesTheCpuBitForBit) {
-  NOEIRA_REQUIRE_GPU();
-  const Dataset d = crafted(30);
-  const ResidentData cpu = make_resident(d, Target::Cpu);
-  const ResidentData gpu = make_resident(d, Target::Cuda);
-  // Sample ids out of order, repeated and out of range (poisoned on both).
-  const std::vector<std::int32_t> index = {29, 3, 3, 0, 17, -2, 30, 12, 5, 8, 21, 1};
-  for (std::int64_t epoch : {0, 3}) {
-    const std::vector<float> want = gather_on(Target::Cpu, cpu, index, spec_for(cpu, 5, epoch));
-    const std::vector<float> got = gather_on(Target::Cuda, gpu, index, spec_for(gpu, 5, epoch));
-    ASSERT_EQ(got.size(), want.size());
-    for (std::size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i]))
-          << "element " << i << " epoch " << epoch;
-    }
+    const auto first = inputs.begin() + sample * d.features;
+    expect_same_bits(x, std::vector<float>(first, first + d.features),
+                     detail::concat("sample ", sample));
   }
 }
 

@@ -35,8 +35,11 @@ Dataset synthetic(std::int64_t count, std::int64_t features, std::uint32_t seed)
   d.count = count;
   d.features = features;
   d.num_classes = 5;
-  d.images =
-      testing::random_values(static_cast<std::size_t>(count * features), seed, -1.0f, 2.0f);
+  testing::set_value_range(d, -1.0f, 2.0f);
+  for (float v :
+       testing::random_values(static_cast<std::size_t>(count * features), seed, -1.0f, 2.0f)) {
+    d.pixels.push_back(testing::byte_of(v, -1.0f, 2.0f));
+  }
   for (std::int64_t i = 0; i < count; ++i) {
     d.labels.push_back(static_cast<std::int32_t>((i * 3 + 1) % 5));
   }

@@ -24,6 +24,7 @@ Dataset quadrants(std::int64_t n, std::uint64_t seed) {
   d.count = n;
   d.features = kImage.numel();
   d.num_classes = kClasses;
+  testing::set_value_range(d, -0.5f, 1.5f);
   for (std::int64_t i = 0; i < n; ++i) {
     const int label = static_cast<int>(i % kClasses);
     d.labels.push_back(label);
@@ -32,7 +33,8 @@ Dataset quadrants(std::int64_t n, std::uint64_t seed) {
         const philox::Block b = philox::at(seed, static_cast<std::uint64_t>(i),
                                            static_cast<std::uint64_t>(y * kImage.width + x));
         const int quadrant = static_cast<int>((y / 4) * 2 + x / 4);
-        d.images.push_back(philox::to_unit_open(b.v[0]) - 0.5f + (quadrant == label ? 1.0f : 0.0f));
+        const float v = philox::to_unit_open(b.v[0]) - 0.5f + (quadrant == label ? 1.0f : 0.0f);
+        d.pixels.push_back(testing::byte_of(v, -0.5f, 1.5f));
       }
     }
   }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "byte_data.hpp"
 #include "io/cifar.hpp"
 #include "io/idx.hpp"
 #include "expect_error.hpp"
@@ -145,16 +146,21 @@ TEST(IdxDataset, LoadsAndNormalizesAGoodDirectory) {
   EXPECT_EQ(d.count, 20);
   EXPECT_EQ(d.features, 784);
   EXPECT_EQ(d.num_classes, 10);
-  ASSERT_EQ(d.images.size(), 20u * 784u);
+  ASSERT_EQ(d.pixels.size(), 20u * 784u);
   // Pixel 0 of image 0 is 11 (pattern), class 0 bright rows start at 0: 200 + 11 % 50 = 211.
-  EXPECT_NEAR(d.images[0], (211.0f / 255.0f - 0.2860f) / 0.3530f, 1e-5f);
+  EXPECT_EQ(d.pixels[0], 211);
+  EXPECT_EQ(d.mean, std::vector<float>{0.2860f});
+  EXPECT_EQ(d.std, std::vector<float>{0.3530f});
+  EXPECT_NEAR(testing::float_path_images(d)[0], (211.0f / 255.0f - 0.2860f) / 0.3530f, 1e-5f);
   EXPECT_EQ(d.labels[13], 3);
   const Dataset t = load_dataset(DatasetKind::FashionMnist, dir.path(), Split::Test, 4);
   EXPECT_EQ(t.count, 4);
+  EXPECT_EQ(t.pixels.size(), 4u * 784u);
+  EXPECT_EQ(t.pixels.capacity(), 4u * 784u);  // the rest of the split is freed
   EXPECT_EQ(t.labels, (std::vector<std::int32_t>{3, 4, 5, 6}));
   // MNIST reads the same layout with its own statistics.
   const Dataset m = load_dataset(DatasetKind::Mnist, dir.path(), Split::Train);
-  EXPECT_NEAR(m.images[0], (211.0f / 255.0f - 0.1307f) / 0.3081f, 1e-5f);
+  EXPECT_NEAR(testing::float_path_images(m)[0], (211.0f / 255.0f - 0.1307f) / 0.3081f, 1e-5f);
 }
 
 TEST(IdxDataset, MismatchedCountsAndSizesAreErrors) {
@@ -228,8 +234,10 @@ TEST(CifarDataset, LoadsTrainAndTestSplits) {
   EXPECT_EQ(train.features, 3072);
   EXPECT_EQ(train.labels, (std::vector<std::int32_t>{1, 2, 3, 4, 5}));
   // White: channel 0 normalizes with red's statistics, channel 2 with blue's.
-  EXPECT_NEAR(train.images[0], (1.0f - 0.4914f) / 0.2470f, 1e-5f);
-  EXPECT_NEAR(train.images[2048], (1.0f - 0.4465f) / 0.2616f, 1e-5f);
+  const std::vector<float> inputs = testing::float_path_images(train);
+  EXPECT_NEAR(inputs[0], (1.0f - 0.4914f) / 0.2470f, 1e-5f);
+  EXPECT_NEAR(inputs[2048], (1.0f - 0.4465f) / 0.2616f, 1e-5f);
+  EXPECT_EQ(train.pixels.capacity(), 5u * 3072u);  // no slack left from the appends
   std::filesystem::remove(dir / "data_batch_3.bin");
   expect_input_error([&] { load_dataset(DatasetKind::Cifar10, dir.path(), Split::Train); },
                      {(dir / "data_batch_3.bin").string(), "not found"});
@@ -255,11 +263,14 @@ TEST(FashionMnist, RealFilesHaveTheExpectedShape) {
   for (std::int64_t c : per_class) EXPECT_EQ(c, 6000);  // Fashion-MNIST is balanced
   // The normalization constants are the training split's statistics: mean ~0, std ~1.
   double sum = 0.0, sq = 0.0;
-  for (float v : train.images) {
+  const float scale = testing::float_path_scale(train, 0);
+  const float shift = testing::float_path_shift(train, 0);
+  for (std::uint8_t b : train.pixels) {
+    const float v = static_cast<float>(b) * scale + shift;
     sum += v;
     sq += static_cast<double>(v) * v;
   }
-  const double n = static_cast<double>(train.images.size());
+  const double n = static_cast<double>(train.pixels.size());
   EXPECT_NEAR(sum / n, 0.0, 0.01);
   EXPECT_NEAR(std::sqrt(sq / n - (sum / n) * (sum / n)), 1.0, 0.01);
 }

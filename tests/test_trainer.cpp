@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "byte_data.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "gpu_skip.hpp"
 #include "io/params_file.hpp"
@@ -92,20 +93,24 @@ TEST(GlobalBatch, KeepsTheShortLastBatch) {
   EXPECT_THROW(global_batch(2, 64, 100), Error);
 }
 
+// Byte i is i mod 256, normalized to about i mod 256.
 Dataset counting_dataset(std::int64_t n, std::int64_t features) {
   Dataset d;
   d.name = "counting";
   d.count = n;
   d.features = features;
   d.num_classes = 10;
-  d.images.resize(static_cast<std::size_t>(n * features));
-  for (std::size_t i = 0; i < d.images.size(); ++i) d.images[i] = static_cast<float>(i);
+  testing::set_value_range(d, 0.0f, 255.0f);
+  d.pixels.resize(static_cast<std::size_t>(n * features));
+  for (std::size_t i = 0; i < d.pixels.size(); ++i) d.pixels[i] = static_cast<std::uint8_t>(i);
   for (std::int64_t i = 0; i < n; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 10));
   return d;
 }
 
 TEST(GatherBatch, TheGlobalBatchIsTheSameForAnyWorldSize) {
-  const ResidentData data = make_resident(counting_dataset(37, 3), Target::Cpu);
+  const Dataset counting = counting_dataset(37, 3);
+  const std::vector<float> inputs = testing::float_path_images(counting);
+  const ResidentData data = make_resident(counting, Target::Cpu);
   const auto order = epoch_order(5, 0, data.count);
   const Tensor resident = resident_order(order, Target::Cpu);
   const RowRange global = global_batch(1, 16, data.count);  // rows 16..31 of the order
@@ -124,7 +129,7 @@ TEST(GatherBatch, TheGlobalBatchIsTheSameForAnyWorldSize) {
     for (std::size_t i = 0; i < 16; ++i) {
       const std::int32_t sample = order[16 + i];
       EXPECT_EQ(ys[i], sample % 10);
-      for (std::size_t f = 0; f < 3; ++f) EXPECT_EQ(xs[i * 3 + f], static_cast<float>(sample * 3 + f));
+      for (std::size_t f = 0; f < 3; ++f) EXPECT_EQ(xs[i * 3 + f], inputs[sample * 3 + f]);
     }
   }
   // Evaluation order: an empty order means the samples themselves.
@@ -132,12 +137,14 @@ TEST(GatherBatch, TheGlobalBatchIsTheSameForAnyWorldSize) {
   gather_batch(b, data, Tensor(), RowRange{30, 37});
   EXPECT_EQ(b.x.dim(0), 7);
   EXPECT_EQ(b.labels.to_ids()[0], 0);
-  EXPECT_EQ(b.x.to_vector()[0], 90.0f);
+  const std::vector<float> eval = b.x.to_vector();
+  EXPECT_EQ(eval, std::vector<float>(inputs.begin() + 90, inputs.end()));
   EXPECT_THROW(gather_batch(b, data, Tensor(), RowRange{30, 38}), Error);
-  // A training gather after evaluation views must not write into the data set.
+  // A training gather after evaluation's label views must not write into the data set.
   gather_batch(b, data, resident, RowRange{0, 7});
-  EXPECT_EQ(data.images.to_vector()[90], 90.0f);
-  EXPECT_EQ(b.x.to_vector()[0], static_cast<float>(order[0] * 3));
+  EXPECT_EQ(data.labels.to_ids(), counting.labels);
+  EXPECT_EQ(b.labels.to_ids()[0], order[0] % 10);
+  EXPECT_EQ(b.x.to_vector()[0], inputs[order[0] * 3]);
 }
 
 // A synthetic 10-class problem in the MLP's input width: class c's samples are its prototype
@@ -145,6 +152,7 @@ TEST(GatherBatch, TheGlobalBatchIsTheSameForAnyWorldSize) {
 Dataset blobs(std::int64_t n, std::uint64_t seed) {
   Dataset d = counting_dataset(n, 784);
   d.name = "blobs";
+  testing::set_value_range(d, -1.5f, 1.5f);
   for (std::int64_t i = 0; i < n; ++i) {
     const std::int32_t c = d.labels[static_cast<std::size_t>(i)];
     for (std::int64_t f = 0; f < 784; ++f) {
@@ -152,8 +160,8 @@ Dataset blobs(std::int64_t n, std::uint64_t seed) {
       const philox::Block noise = philox::at(seed, u(0, i), u(0, f));
       const philox::Block proto = philox::at(99, u(0, c), u(0, f));
       const float p = (proto.v[0] & 1) ? 0.5f : -0.5f;
-      d.images[static_cast<std::size_t>(i * 784 + f)] =
-          p + 2.0f * (philox::to_unit_open(noise.v[0]) - 0.5f);
+      d.pixels[static_cast<std::size_t>(i * 784 + f)] = testing::byte_of(
+          p + 2.0f * (philox::to_unit_open(noise.v[0]) - 0.5f), -1.5f, 1.5f);
     }
   }
   return d;

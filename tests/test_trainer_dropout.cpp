@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "byte_data.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "kernels/philox.hpp"
 #include "nn/dropout.hpp"
@@ -30,12 +31,13 @@ Dataset noise(std::int64_t n, std::uint64_t seed) {
   d.count = n;
   d.features = kIn;
   d.num_classes = kClasses;
+  testing::set_value_range(d, -0.5f, 0.5f);
   for (std::int64_t i = 0; i < n; ++i) {
     d.labels.push_back(static_cast<std::int32_t>(i % kClasses));
     for (std::int64_t f = 0; f < kIn; ++f) {
       const philox::Block b =
           philox::at(seed, static_cast<std::uint64_t>(i), static_cast<std::uint64_t>(f));
-      d.images.push_back(philox::to_unit_open(b.v[0]) - 0.5f);
+      d.pixels.push_back(testing::byte_of(philox::to_unit_open(b.v[0]) - 0.5f, -0.5f, 0.5f));
     }
   }
   return d;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "byte_data.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "gradcheck.hpp"
 #include "train/dataset.hpp"
@@ -35,15 +36,18 @@ struct TrainerSetup {
   std::filesystem::path resume;  // a checkpoint to resume from (empty: none)
 };
 
-// `count` samples of `features` values uniform in [-1, 1), labels 0..4 in turn: a classification
-// data set small enough to train through the whole trainer in milliseconds.
+// `count` samples of `features` values uniform in [-1, 2) (as bytes), labels 0..4 in turn: a
+// classification data set small enough to train through the whole trainer in milliseconds.
 inline Dataset synthetic_classes(std::int64_t count, std::int64_t features, std::uint32_t seed) {
   Dataset d;
   d.name = "synthetic";
   d.count = count;
   d.features = features;
   d.num_classes = 5;
-  d.images = random_values(static_cast<std::size_t>(count * features), seed, -1.0f, 2.0f);
+  set_value_range(d, -1.0f, 2.0f);
+  for (float v : random_values(static_cast<std::size_t>(count * features), seed, -1.0f, 2.0f)) {
+    d.pixels.push_back(byte_of(v, -1.0f, 2.0f));
+  }
   for (std::int64_t i = 0; i < count; ++i) d.labels.push_back(static_cast<std::int32_t>(i % 5));
   return d;
 }

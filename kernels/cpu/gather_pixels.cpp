@@ -23,7 +23,8 @@ void gather_pixels(Stream, float* dst, const std::int32_t* index, const std::uin
       return;
     }
     const std::uint8_t* in = table + sample * row_bytes;
-    const CropFlipDraw draw = augment != nullptr ? crop_flip_draw(*augment, sample) : CropFlipDraw{};
+    const CropFlipDraw draw =
+        augment != nullptr ? crop_flip_draw(*augment, sample) : CropFlipDraw{};
     for (std::int64_t c = 0; c < norm.channels; ++c) {
       const float scale = norm.scale[c], shift = norm.shift[c];
       const std::uint8_t* in_plane = in + c * plane;
