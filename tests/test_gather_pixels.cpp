@@ -14,6 +14,7 @@
 #include "byte_data.hpp"
 #include "expect_error.hpp"
 #include "gpu_skip.hpp"
+#include "kernels/cpu/vector_isa.hpp"
 #include "kernels/error.hpp"
 #include "train/augment.hpp"
 #include "train/batch.hpp"
@@ -84,8 +85,15 @@ TEST(GatherPixels, RowsAreTheFloatPathBitForBitAndBadRowsArePoisoned) {
     const Dataset d = bytes_under(kind, 12);  // 864 or 288 pixels: every byte, in every channel
     const ResidentData data = make_resident(d, Target::Cpu);
     const std::vector<std::int32_t> index = {11, 3, 3, 0, -1, 12, 7, -2147483647 - 1, 5};
-    EXPECT_EQ(bits_of(gather_on(Target::Cpu, data, index)), float_path_rows(d, index))
-        << to_string(kind);
+    // Every vector width the CPU runs (the plain rows' loop is vector_isa.hpp's).
+    using cpu::VectorIsa;
+    for (VectorIsa isa : {VectorIsa::Sse2, VectorIsa::Avx2, VectorIsa::Avx512}) {
+      if (static_cast<int>(isa) > static_cast<int>(cpu::best_vector_isa())) continue;
+      cpu::set_vector_isa(isa);
+      EXPECT_EQ(bits_of(gather_on(Target::Cpu, data, index)), float_path_rows(d, index))
+          << to_string(kind) << ", vector isa " << static_cast<int>(isa);
+    }
+    cpu::set_vector_isa(cpu::best_vector_isa());
   }
 }
 
