@@ -87,8 +87,7 @@ std::vector<float> gather_on(Target target, const ResidentData& data,
                              const std::vector<std::int32_t>& index, const CropFlip& spec) {
   const Tensor ids = Tensor::from_host_ids({static_cast<std::int64_t>(index.size())}, index, target);
   Tensor out({static_cast<std::int64_t>(index.size()), data.features}, target);
-  kernels_for(target).gather_pixels(nullptr, out.data(), ids.ids(),
-                                    static_cast<const std::uint8_t*>(data.pixels->data()),
+  kernels_for(target).gather_pixels(nullptr, out.data(), ids.ids(), data.pixels.get(),
                                     ids.numel(), data.features, data.count, data.normalization,
                                     &spec);
   return out.to_vector();

@@ -72,8 +72,8 @@ Tensor gather_on(Target target, const ResidentData& data, const std::vector<std:
   const std::int64_t rows = index.empty() ? data.count : ids.numel();
   Tensor out({rows, data.features}, target);
   kernels_for(target).gather_pixels(nullptr, out.data(), index.empty() ? nullptr : ids.ids(),
-                                    static_cast<const std::uint8_t*>(data.pixels->data()), rows,
-                                    data.features, data.count, data.normalization, augment);
+                                    data.pixels.get(), rows, data.features, data.count,
+                                    data.normalization, augment);
   return out;
 }
 

@@ -1,10 +1,15 @@
 #include "train/batch.hpp"
 
+#include <utility>
+
 #include "kernels/error.hpp"
 
 namespace noeira {
 
-ResidentData make_resident(const Dataset& data, Target target) {
+namespace {
+
+// Everything of `data` on `target` but the pixels, once the sizes and labels are checked.
+ResidentData resident_without_pixels(const Dataset& data, Target target) {
   NOEIRA_CHECK(static_cast<std::int64_t>(data.pixels.size()) == data.count * data.features &&
                    static_cast<std::int64_t>(data.labels.size()) == data.count,
                data.name, ": ", data.pixels.size(), " pixels and ", data.labels.size(),
@@ -25,12 +30,28 @@ ResidentData make_resident(const Dataset& data, Target target) {
   out.num_classes = data.num_classes;
   out.image = data.image;
   out.normalization = pixel_normalization(data);
-  auto pixels = std::make_shared<Storage>(target, data.pixels.size());
-  if (!data.pixels.empty()) {
-    kernels_for(target).upload(nullptr, pixels->data(), data.pixels.data(), data.pixels.size());
-  }
-  out.pixels = std::move(pixels);
   out.labels = Tensor::from_host_ids({data.count}, data.labels, target);
+  return out;
+}
+
+}  // namespace
+
+ResidentData make_resident(const Dataset& data, Target target) {
+  ResidentData out = resident_without_pixels(data, target);
+  auto storage = std::make_shared<Storage>(target, data.pixels.size());
+  if (!data.pixels.empty()) {
+    kernels_for(target).upload(nullptr, storage->data(), data.pixels.data(), data.pixels.size());
+  }
+  out.pixels = std::shared_ptr<const std::uint8_t>(
+      storage, static_cast<const std::uint8_t*>(storage->data()));
+  return out;
+}
+
+ResidentData make_resident(Dataset&& data, Target target) {
+  if (target != Target::Cpu) return make_resident(std::as_const(data), target);
+  ResidentData out = resident_without_pixels(data, target);
+  auto bytes = std::make_shared<const std::vector<std::uint8_t>>(std::move(data.pixels));
+  out.pixels = std::shared_ptr<const std::uint8_t>(bytes, bytes->data());
   return out;
 }
 
@@ -59,7 +80,7 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
   if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f}, target);
   const KernelTable& k = kernels_for(target);
-  const auto* table = static_cast<const std::uint8_t*>(data.pixels->data());
+  const std::uint8_t* table = data.pixels.get();
   if (in_order) {
     // The bytes cannot be viewed as inputs: rows begin.. gathered without an index.
     k.gather_pixels(stream, out.x.data(), nullptr, table + rows.begin * f, n, f,

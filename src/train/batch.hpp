@@ -26,15 +26,18 @@ struct ResidentData {
   std::int64_t features = 0;
   int num_classes = 0;
   ImageShape image;  // as Dataset's: what the features are, when they are an image
-  PixelNormalization normalization;       // Dataset's statistics, as gather_pixels takes them
-  std::shared_ptr<const Storage> pixels;  // [count, features] bytes on the target
-  Tensor labels;                          // [count] I32
+  PixelNormalization normalization;  // Dataset's statistics, as gather_pixels takes them
+  // [count, features] bytes on the target: device memory, or on the CPU what owns them (the
+  // Dataset's own vector when it was handed over, see make_resident).
+  std::shared_ptr<const std::uint8_t> pixels;
+  Tensor labels;  // [count] I32
 
   Target target() const { return labels.target(); }
 };
 
-// Uploads `data` to `target`. On the CPU this is a copy: pass a temporary to free the host
-// vectors once it is made.
+// Uploads `data` to `target`. On the CPU a Dataset handed over (a temporary, std::move) keeps its
+// pixels where they are, so the split is never held twice; one that stays the caller's is copied.
+ResidentData make_resident(Dataset&& data, Target target);
 ResidentData make_resident(const Dataset& data, Target target);
 
 // An epoch's sample order (order.hpp) on the data's target, for gather_batch.

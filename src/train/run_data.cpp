@@ -1,5 +1,7 @@
 #include "train/run_data.hpp"
 
+#include <utility>
+
 #include "core/hash.hpp"
 #include "io/text.hpp"
 #include "kernels/error.hpp"
@@ -27,12 +29,13 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
   // Only the ranks of one job compare it, at start-up: it is never stored, so its value may change
   // from one version of noeira to the next (it hashed the normalized floats before).
   auto resident = [&](Split split, std::int64_t limit) {
-    const Dataset data = load_dataset(kind, run.dir, split, limit);
-    run.fingerprint = hash_words(std::span(data.pixels), run.fingerprint);
-    run.fingerprint = hash_words(std::span(data.mean), run.fingerprint);
-    run.fingerprint = hash_words(std::span(data.std), run.fingerprint);
-    run.fingerprint = hash_words(std::span(data.labels), run.fingerprint);
-    return make_resident(data, target);
+    Dataset data = load_dataset(kind, run.dir, split, limit);
+    const Dataset& loaded = data;
+    run.fingerprint = hash_words(std::span(loaded.pixels), run.fingerprint);
+    run.fingerprint = hash_words(std::span(loaded.mean), run.fingerprint);
+    run.fingerprint = hash_words(std::span(loaded.std), run.fingerprint);
+    run.fingerprint = hash_words(std::span(loaded.labels), run.fingerprint);
+    return make_resident(std::move(data), target);
   };
   if (train_split) run.train = resident(Split::Train, cfg.limit_train);
   run.test = resident(Split::Test, cfg.limit_test);
