@@ -1,14 +1,15 @@
 // The batch gather of a resident data set of bytes (kernel gather_pixels, train/batch.hpp): every
 // input it writes has the bits of the float path the data sets took before they were held as
 // bytes (normalized when loaded, then gathered), for every byte under every data set's
-// statistics, by index and in file order; a row outside the table is poisoned; CUDA writes what
-// the CPU writes, bit for bit, plain and crop-flipped. The crop-flip geometry itself:
-// test_augment.cpp.
+// statistics, by index and in file order; a row outside the table is poisoned; a data set handed
+// over to the CPU is not copied; CUDA writes what the CPU writes, bit for bit, plain and
+// crop-flipped. The crop-flip geometry itself: test_augment.cpp.
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "byte_data.hpp"
@@ -110,6 +111,18 @@ TEST(GatherPixels, FileOrderIsTheFloatPathAndLabelsAreViews) {
   EXPECT_EQ(b.labels.to_ids(), (std::vector<std::int32_t>{1, 2, 0, 1, 2}));
   gather_batch(b, data, Tensor(), RowRange{9, 9});  // an empty last batch reads nothing
   EXPECT_EQ(b.x.dim(0), 0);
+}
+
+TEST(GatherPixels, ADatasetHandedOverKeepsItsBytesOnTheCpu) {
+  Dataset d = bytes_under(DatasetKind::Cifar10, 4);
+  const std::uint8_t* bytes = d.pixels.data();
+  const std::vector<std::uint32_t> want = float_path_rows(d, {3, 0});
+  const ResidentData kept = make_resident(d, Target::Cpu);  // the caller's: copied
+  EXPECT_NE(kept.pixels.get(), bytes);
+  const ResidentData moved = make_resident(std::move(d), Target::Cpu);
+  EXPECT_EQ(moved.pixels.get(), bytes);  // the split is held once
+  EXPECT_EQ(bits_of(gather_on(Target::Cpu, kept, {3, 0})), want);
+  EXPECT_EQ(bits_of(gather_on(Target::Cpu, moved, {3, 0})), want);
 }
 
 TEST(GatherPixels, StatisticsThatDoNotFitTheSamplesAreRefused) {
