@@ -26,7 +26,7 @@ void gather_pixels(Stream, float* dst, const std::int32_t* index, const std::uin
     const std::uint8_t* in = table + sample * row_bytes;
     if (augment == nullptr) {
       // Wider vectors convert more bytes an instruction: Fashion-MNIST's epoch of batches takes
-      // 26 ms of gathers on SSE2, 17.5 ms on AVX-512 (the float rows' copy took 19 ms).
+      // 26 ms of gathers on one thread on SSE2, 17.5 ms on AVX-512 (the float rows' copy: 19 ms).
       with_vector_isa([&] {
         for (std::int64_t c = 0; c < norm.channels; ++c) {
           const float scale = norm.scale[c], shift = norm.shift[c];
