@@ -24,6 +24,13 @@ common="train --data text --model $model --steps 20 --eval-every 10 --eval-batch
 "$noeira" $common --policy zero3 --sim-ranks 2 --out "$work/sim" </dev/null >"$work/sim.log"
 "$h5diff" "$work/mpi/model.h5" "$work/sim/model.h5"
 echo "mpi and simulated parameters identical"
+case $model in gpt*)
+  "$mpiexec" "$flag" 2 "$noeira" $common --policy zero3 --checkpoint-activations \
+    --out "$work/mpi-recomputed" </dev/null >/dev/null
+  "$h5diff" "$work/mpi-recomputed/model.h5" "$work/sim/model.h5"
+  echo "mpi with --checkpoint-activations identical to the simulated run without"
+  ;;
+esac
 
 "$noeira" $common --policy zero3 --sim-ranks 2 --checkpoint-dir "$work/ckpt" --checkpoint-every 7 \
   --keep-last 0 \

@@ -82,6 +82,8 @@ TEST(Cli, BadFlagsAreOneLineErrors) {
                         "--zero3-persist-below applies to --policy zero3 only");
   expect_one_error_line(noeira(dir, "train --policy ddp --no-zero3-prefetch"),
                         "--no-zero3-prefetch applies to --policy zero3 only");
+  expect_one_error_line(noeira(dir, "train --model cnn --checkpoint-activations"),
+                        "--checkpoint-activations: model 'cnn' has no blocks to checkpoint");
 }
 
 TEST(Cli, MissingOrBadDataNamesTheFile) {

@@ -89,5 +89,33 @@ TEST(TensorBytes, ReportedActivationsHoldTheLogitsAndHalveWithTwoMicroBatches) {
   EXPECT_GT(k2, 0.4 * k1) << whole.out << halves.out;
 }
 
+TEST(TensorBytes, CheckpointedBlocksHoldLessThanHalfTheActivations) {
+  REQUIRE_BINARY();
+  testing::TempDir dir;
+  const std::string corpus = (dir / "corpus.txt").string();
+  {
+    std::ofstream out(corpus);
+    for (int i = 0; i < 400; ++i) out << "the quick brown fox, line " << i % 11 << "\n";
+  }
+  // gpt-char: 4 blocks of width 128 over windows of 64; its attention probabilities and their
+  // gradient are most of a block's buffers.
+  const std::string run = "train --data text --model gpt-char --text-file " + corpus +
+                          " --batch 8 --steps 1 --eval-every 1 --eval-batches 1 --threads 1 "
+                          "--report-memory --out ";
+  const testing::Output plain = testing::noeira(dir, run + (dir / "plain").string());
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  const testing::Output recomputed =
+      testing::noeira(dir, run + (dir / "recomputed").string() + " --checkpoint-activations");
+  ASSERT_EQ(recomputed.code, 0) << recomputed.err;
+  const double all = activation_mib(plain.out);
+  const double kept = activation_mib(recomputed.out);
+  ASSERT_GT(all, 0.0) << plain.out;
+  ASSERT_GT(kept, 0.0) << recomputed.out;
+  // One block's buffers, every block's input and output gradient, the logits: under half.
+  EXPECT_LT(kept, 0.5 * all) << plain.out << recomputed.out;
+  // The logits of 8 windows of 64 tokens over 256 ids and their gradient stay.
+  EXPECT_GE(kept, 2 * 8 * 64 * 256 * 4 / (1024.0 * 1024.0)) << recomputed.out;
+}
+
 }  // namespace
 }  // namespace noeira

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "byte_data.hpp"
+#include "core/scratch_arena.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "gradcheck.hpp"
 #include "train/dataset.hpp"
@@ -34,6 +35,7 @@ struct TrainerSetup {
   InitSpec init{InitKind::Normal, 0.0f, 0.02f, 9};
   dist::PolicyOptions policy_options{256, 32};
   std::filesystem::path resume;  // a checkpoint to resume from (empty: none)
+  bool checkpoint_activations = false;  // the blocks recompute their forward in vjp
 };
 
 // `count` samples of `features` values uniform in [-1, 2) (as bytes), labels 0..4 in turn: a
@@ -74,6 +76,8 @@ TrainerRun train_simulated(dist::Policy policy, int ranks, const TrainConfig& cf
   dist::run_simulated(ranks, [&](dist::ProcessGroup& group) {
     M model(Init(Target::Cpu, setup.init));
     Context ctx = Context::for_target(Target::Cpu);
+    ScratchArena scratch;
+    if (setup.checkpoint_activations) ctx.scratch = &scratch;
     dist::ShardingPolicy sharding(policy, dist::walk_units(model), group, ctx,
                                   setup.policy_options);
     sharding.broadcast_initial_parameters();

@@ -254,6 +254,9 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_flag("--no-zero3-prefetch", t.no_zero3_prefetch,
              "zero3: gather each unit when it starts, instead of while the unit before it (after "
              "it, in backward) computes; saves one unit's gather buffer");
+  a.add_flag("--checkpoint-activations", t.checkpoint_activations,
+             "Keep only each block's input and output through the step and recompute the block's "
+             "forward in backward (gpt, vit, resnet): less activation memory for one more forward");
   a.add_option("--watchdog-timeout", t.watchdog_timeout,
                "Seconds a collective may wait for the other ranks before the run fails")
       ->check(real_in(kMinWatchdogSeconds, kMaxWatchdogSeconds));

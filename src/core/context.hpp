@@ -8,6 +8,8 @@
 
 namespace noeira {
 
+class ScratchArena;
+
 // Whether a vjp must produce the gradient of its input. The first module of a network skips it:
 // nobody reads the gradient of the data, and for an MLP it is a third of the first layer's work.
 enum class InputGrad : std::uint8_t { Compute, Skip };
@@ -58,6 +60,13 @@ struct Context {
   // This rank's rows are a stand-in (a short last batch left the rank without rows of its own):
   // they must not count in batch statistics, nor move running estimates.
   bool stand_in_rows = false;
+  // Activation checkpointing (nn/checkpointed.hpp): checkpointed modules keep only their input and
+  // output, run their inner modules on this arena's buffers and recompute them in vjp. Null: they
+  // keep their activations like any module.
+  ScratchArena* scratch = nullptr;
+  // A checkpointed module's vjp is running its forward again: a leaf whose forward changes state
+  // beyond its buffers (BatchNorm's running estimates) must not change it a second time.
+  bool recomputing = false;
 
   static Context for_target(Target target, Stream stream = nullptr) {
     Context c;

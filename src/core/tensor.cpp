@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/scratch_arena.hpp"
 #include "kernels/error.hpp"
 #include "kernels/size_math.hpp"
 
@@ -69,8 +70,8 @@ void reset_peak_tensor_bytes(Target target) {
   a.peak[i] = a.live[i].load();
 }
 
-Storage::Storage(Target target, std::size_t bytes)
-    : target_(target), bytes_(bytes), data_(kernels_for(target).allocate(bytes)) {
+Storage::Storage(Target target, std::size_t bytes, Kind kind)
+    : target_(target), bytes_(bytes), kind_(kind), data_(kernels_for(target).allocate(bytes)) {
   if (bytes_ != 0) {
     account_ = this_threads_account();
     const std::size_t i = target_index(target_);
@@ -204,6 +205,16 @@ void Tensor::zero() {
 }
 
 void Tensor::resize(const Shape& shape, Target target) {
+  if (ScratchArena* arena = ScratchArena::active()) {
+    const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype_);
+    storage_ = arena->next(target, (bytes + 3) / 4 * 4);  // whole floats, as the constructor's
+    offset_ = 0;
+    shape_ = shape;
+    target_ = target;
+    return;
+  }
+  // Outside its scope the arena's slot may be another module's buffer by now.
+  if (storage_ && storage_->scratch()) storage_.reset();
   if (target != target_) {  // never reuse the other target's storage
     storage_.reset();
     offset_ = 0;

@@ -32,10 +32,12 @@ namespace detail {
 struct ByteAccount;
 }
 
-// Move-only owner of one allocation on one target.
+// Move-only owner of one allocation on one target. Scratch storage belongs to a ScratchArena
+// (core/scratch_arena.hpp) and is shared by the buffers of several modules.
 class Storage {
  public:
-  Storage(Target target, std::size_t bytes);
+  enum class Kind : std::uint8_t { Owned, Scratch };
+  Storage(Target target, std::size_t bytes, Kind kind = Kind::Owned);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -44,10 +46,12 @@ class Storage {
   const void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   Target target() const { return target_; }
+  bool scratch() const { return kind_ == Kind::Scratch; }
 
  private:
   Target target_;
   std::size_t bytes_;
+  Kind kind_;
   void* data_;
   std::shared_ptr<detail::ByteAccount> account_;  // the allocating thread's (tensor_bytes)
 };
@@ -117,6 +121,7 @@ class Tensor {
   // Gives the tensor this shape on `target`, reallocating (zero-filled) only when the storage is
   // too small or on another target: activation buffers follow the run-time batch size and the
   // context's target this way (a module's buffers start undefined, before it knows its target).
+  // Inside a ScratchScope the storage is the arena's next slot instead, its contents undefined.
   void resize(const Shape& shape, Target target);
 
   // A tensor sharing this one's storage, starting element_offset elements in.

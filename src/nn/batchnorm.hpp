@@ -64,7 +64,7 @@ class BatchNormChannels {
       if (synchronized_) {
         ctx.batch_stats->sum(moments_.as<double>(), static_cast<std::size_t>(moments_.numel()));
       }
-      const bool update = synchronized_ || !ctx.stand_in_rows;
+      const bool update = (synchronized_ || !ctx.stand_in_rows) && !ctx.recomputing;
       ctx.k->batchnorm_statistics(ctx.stream, BatchNormSource::Batch, mean_.data(), rstd_.data(),
                                   running_mean_.data(), running_var_.data(),
                                   batches_tracked_.data(), moments_.as<double>(), Channels, eps,

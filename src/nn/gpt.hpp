@@ -7,7 +7,7 @@
 //
 // Units for data-parallel sharding (nn/unit.hpp): the embeddings, every block, and the head; the
 // embeddings borrow the head's table, so every policy keeps the head unit whole for the step
-// (distributed/param_store.hpp, "pinned").
+// (distributed/param_store.hpp, "pinned"). Every block is a checkpoint site (nn/checkpointed.hpp).
 //
 // Parameter names follow nanoGPT's: wpe.weight, h.<i>.ln_1.*, h.<i>.attn.qkv.*, h.<i>.attn.proj.*,
 // h.<i>.ln_2.*, h.<i>.mlp.0.* (c_fc), h.<i>.mlp.1.* (c_proj), ln_f.*, lm_head.weight (= wte).
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/module.hpp"
+#include "nn/checkpointed.hpp"
 #include "nn/gpt_parts.hpp"
 #include "nn/repeat.hpp"
 #include "nn/unit.hpp"
@@ -80,7 +81,7 @@ class Gpt {
   const Tensor& forward_cached(Context& ctx, const Tensor& ids, GptCache& cache) {
     const Tensor* x = &embed_.inner().forward(ctx, ids, cache.length());
     for (std::size_t i = 0; i < static_cast<std::size_t>(S.layers); ++i) {
-      x = &h_.copy(i).inner().forward_cached(ctx, *x, cache.layers[i]);
+      x = &h_.copy(i).inner().inner().forward_cached(ctx, *x, cache.layers[i]);
     }
     return head_.inner().forward(ctx, *x);
   }
@@ -94,7 +95,7 @@ class Gpt {
 
  private:
   Unit<GptEmbeddings<S.vocab, S.block, S.width>> embed_;
-  Repeat<static_cast<std::size_t>(S.layers), Unit<Block>> h_;
+  Repeat<static_cast<std::size_t>(S.layers), Unit<Checkpointed<Block>>> h_;
   Unit<GptHead<S.width, S.vocab>> head_;
 };
 

@@ -19,6 +19,7 @@
 #include "core/module.hpp"
 #include "nn/activation.hpp"
 #include "nn/batchnorm.hpp"
+#include "nn/checkpointed.hpp"
 #include "nn/conv2d.hpp"
 #include "nn/linear.hpp"
 #include "nn/pool2d.hpp"
@@ -104,12 +105,13 @@ class ResNetHead {
 namespace detail_resnet {
 template <class T, std::size_t>
 using Repeated = T;
-// Sequential<Unit<First>, Unit<Rest>, ...> of 1 + sizeof...(Is) blocks.
+// Sequential<Unit<First>, Unit<Rest>, ...> of 1 + sizeof...(Is) blocks, each a checkpoint site
+// (nn/checkpointed.hpp).
 template <class First, class Rest, class Indices>
 struct StageOf;
 template <class First, class Rest, std::size_t... Is>
 struct StageOf<First, Rest, std::index_sequence<Is...>> {
-  using type = Sequential<Unit<First>, Repeated<Unit<Rest>, Is>...>;
+  using type = Sequential<Unit<Checkpointed<First>>, Repeated<Unit<Checkpointed<Rest>>, Is>...>;
 };
 }  // namespace detail_resnet
 

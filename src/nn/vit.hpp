@@ -22,6 +22,7 @@
 
 #include "core/init.hpp"
 #include "core/module.hpp"
+#include "nn/checkpointed.hpp"
 #include "nn/gpt_parts.hpp"
 #include "nn/image_shape.hpp"
 #include "nn/repeat.hpp"
@@ -78,7 +79,7 @@ class Vit {
 
  private:
   Unit<Embeddings> embed_;
-  Repeat<static_cast<std::size_t>(S.layers), Unit<Block>> blocks_;
+  Repeat<static_cast<std::size_t>(S.layers), Unit<Checkpointed<Block>>> blocks_;
   Unit<Head> head_;
 };
 

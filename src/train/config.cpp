@@ -29,6 +29,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"bucket-mb", c.bucket_mb}, {"watchdog-timeout", c.watchdog_timeout},
       {"zero3-persist-below", c.zero3_persist_below},
       {"no-zero3-prefetch", c.no_zero3_prefetch},
+      {"checkpoint-activations", c.checkpoint_activations},
       {"batchnorm", c.batchnorm},
       {"report-memory", c.report_memory},
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},

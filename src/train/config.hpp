@@ -81,6 +81,7 @@ struct TrainConfig {
   double bucket_mb = 25.0;               // DDP gradient bucket size
   std::int64_t zero3_persist_below = 0;  // ZeRO-3: smaller units stay gathered (PolicyOptions)
   bool no_zero3_prefetch = false;        // ZeRO-3: each gather when its unit starts
+  bool checkpoint_activations = false;   // blocks recompute their forward in vjp
   // Batch normalization under data parallelism: sync (statistics of the global batch, so N ranks
   // train the model one rank trains) or local (each rank's rows, as PyTorch's DDP; faster).
   std::string batchnorm = "sync";

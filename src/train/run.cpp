@@ -25,6 +25,7 @@
 #include "distributed/sim_process_group.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "io/params_file.hpp"
+#include "core/scratch_arena.hpp"
 #include "kernels/cpu/blas_core.hpp"
 #include "train/model_description.hpp"
 #include "train/presets.hpp"
@@ -122,6 +123,9 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
   const dist::RankStream stream(group, group.buffer_target());
   Context ctx = Context::for_target(group.buffer_target(), stream.get());
   ctx.seed = cfg.seed;
+  // This rank's blocks share one block's buffers (a simulated rank is a thread of its own).
+  ScratchArena scratch;
+  if (cfg.checkpoint_activations) ctx.scratch = &scratch;
   M model(model_init<M>(cfg, ctx.target));
   // Weights to start from replace the initializer's before the policy takes the parameters.
   if (!cfg.init_from.empty()) {
@@ -292,11 +296,16 @@ TrainOutcome run_train(const TrainConfig& given) {
 
   return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
     check_preset_suits_data<M>(cfg);
-    if (cfg.batchnorm == "local") {
+    if (cfg.batchnorm == "local" || cfg.checkpoint_activations) {
       M probe(model_init<M>(cfg, Target::Cpu));
-      if (dist::walk_units(probe).buffers.empty()) {
+      if (cfg.batchnorm == "local" && dist::walk_units(probe).buffers.empty()) {
         throw InputError(detail::concat("--batchnorm local: model '", cfg.model,
                                         "' has no batch normalization"));
+      }
+      if (cfg.checkpoint_activations && checkpoint_sites(probe) == 0) {
+        throw InputError(detail::concat("--checkpoint-activations: model '", cfg.model,
+                                        "' has no blocks to checkpoint (the gpt, vit and resnet "
+                                        "models have)"));
       }
     }
     if (!cfg.init_from.empty()) {

@@ -1,0 +1,214 @@
+// Activation checkpointing (nn/checkpointed.hpp): a model whose blocks recompute their forward in
+// vjp gives the outputs, input gradients, parameter gradients and buffers of the same model run
+// plainly, bit for bit (dropout masks, BatchNorm's running estimates moved once, batch sizes that
+// grow and shrink, evaluation and generation after it); its blocks share one block's buffers, so
+// the step's tensor bytes grow by the checkpoints alone with each block; and a unit inside a
+// checkpointed module is refused under a policy.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/scratch_arena.hpp"
+#include "distributed/units.hpp"
+#include "expect_error.hpp"
+#include "leaf_util.hpp"
+#include "nn/batchnorm.hpp"
+#include "nn/checkpointed.hpp"
+#include "nn/dropout.hpp"
+#include "nn/gpt.hpp"
+#include "nn/layernorm.hpp"
+#include "nn/linear.hpp"
+#include "nn/residual.hpp"
+#include "nn/resnet.hpp"
+#include "nn/sequential.hpp"
+#include "nn/unit.hpp"
+#include "nn/vit.hpp"
+
+namespace noeira {
+namespace {
+
+// Dropout and BatchNorm inside checkpointed blocks, one block nested in another.
+using Inner = Checkpointed<Residual<Sequential<LayerNorm<16>, Dropout<16, 300>, Linear<16, 16>>>>;
+using DropoutNet =
+    Sequential<Linear<6, 16>,
+               Checkpointed<Residual<Sequential<BatchNorm1D<16>, ReLU<16>, Dropout<16, 200>,
+                                                Linear<16, 16>>>>,
+               Checkpointed<Sequential<Inner, Dropout<16, 100>, Inner>>, Linear<16, 3>>;
+using SmallGpt = Gpt<GptShape{40, 8, 3, 2, 16}>;
+using SmallVit = Vit<VitShape{ImageShape{1, 8, 8}, 4, 2, 2, 16, 4}>;
+using SmallResNet = ResNetCifar<ImageShape{1, 8, 8}, 1, 3>;
+
+const Init kInit(Target::Cpu, InitSpec{InitKind::Normal, 0.0f, 0.1f, 7});
+
+// What one training step gives back.
+struct Pass {
+  std::vector<float> output;
+  std::vector<float> input_grad;
+  std::vector<float> grads;    // every parameter's, in walk order
+  std::vector<float> buffers;  // after the step
+};
+
+template <class M>
+std::vector<float> walk_buffers(M& model) {
+  std::vector<float> out;
+  for_each_buffer(model, [&](const std::string&, Tensor& t) {
+    const std::vector<float> v = t.to_vector();
+    out.insert(out.end(), v.begin(), v.end());
+  });
+  return out;
+}
+
+// The model's inputs: rows of features, or token ids for a language model.
+template <class M>
+Tensor input_of(std::int64_t rows, std::uint32_t seed) {
+  if constexpr (requires { M::vocab; }) {
+    std::vector<std::int32_t> ids;
+    for (std::int64_t i = 0; i < rows * M::block; ++i) {
+      ids.push_back(static_cast<std::int32_t>((i * 13 + seed) % M::vocab));
+    }
+    return Tensor::from_host_ids({rows, M::block}, ids);
+  } else {
+    return testing::random_input(rows, M::in_dim, seed);
+  }
+}
+
+// A training step: forward, the gradient of Σ y·w for fixed weights w, vjp.
+template <class M>
+Pass step(M& model, const Tensor& x, ScratchArena* arena, std::uint64_t step_index) {
+  Context ctx = Context::for_target(Target::Cpu);
+  ctx.seed = 11;
+  ctx.step = step_index;
+  ctx.row_offset = 3;
+  ctx.scratch = arena;
+  Pass pass;
+  const Tensor& y = model.forward(ctx, x);
+  pass.output = y.to_vector();
+  const Tensor w = Tensor::from_host(
+      y.shape(), testing::random_values(static_cast<std::size_t>(y.numel()), 5 + step_index));
+  const bool ids = x.dtype() == DType::I32;
+  const Tensor& dx = model.vjp(ctx, w, ids ? InputGrad::Skip : InputGrad::Compute);
+  if (!ids) pass.input_grad = dx.to_vector();
+  for_each_param(model, [&](const std::string&, Param& p) {
+    const std::vector<float> g = p.grd.to_vector();
+    pass.grads.insert(pass.grads.end(), g.begin(), g.end());
+  });
+  pass.buffers = walk_buffers(model);
+  return pass;
+}
+
+template <class M>
+std::vector<float> evaluate(M& model, const Tensor& x, ScratchArena* arena) {
+  Context ctx = Context::for_target(Target::Cpu);
+  ctx.mode = Mode::Eval;
+  ctx.scratch = arena;
+  return model.forward(ctx, x).to_vector();
+}
+
+void expect_same(const Pass& plain, const Pass& checkpointed, const std::string& where) {
+  EXPECT_EQ(plain.output, checkpointed.output) << where;
+  EXPECT_EQ(plain.input_grad, checkpointed.input_grad) << where;
+  EXPECT_EQ(plain.grads, checkpointed.grads) << where;
+  EXPECT_EQ(plain.buffers, checkpointed.buffers) << where;
+}
+
+// Steps at batch sizes that grow and shrink (the arena's slots grow and are reused), then an
+// evaluation with and without the arena, against a second copy of the model run plainly.
+template <class M>
+void expect_checkpointing_changes_no_bit(const std::vector<std::int64_t>& batches) {
+  M plain(kInit);
+  M checkpointed(kInit);
+  ScratchArena arena;
+  EXPECT_EQ(checkpoint_sites(checkpointed), checkpoint_sites(plain));
+  ASSERT_GT(checkpoint_sites(checkpointed), 0u);
+  for (std::size_t s = 0; s < batches.size(); ++s) {
+    const Tensor x = input_of<M>(batches[s], static_cast<std::uint32_t>(s + 1));
+    expect_same(step(plain, x, nullptr, s), step(checkpointed, x, &arena, s),
+                "step " + std::to_string(s) + ", batch " + std::to_string(batches[s]));
+  }
+  EXPECT_GT(arena.slots(), 0u);
+  const Tensor x = input_of<M>(batches.back() + 1, 99);
+  const std::vector<float> reference = evaluate(plain, x, nullptr);
+  EXPECT_EQ(evaluate(checkpointed, x, &arena), reference) << "evaluation in the arena";
+  // Run plainly after the arena: no block may keep writing a buffer another block shares.
+  EXPECT_EQ(evaluate(checkpointed, x, nullptr), reference) << "evaluation after the arena";
+  expect_same(step(plain, x, nullptr, 7), step(checkpointed, x, nullptr, 7), "a plain step after");
+}
+
+TEST(Checkpointed, DropoutBatchNormAndNestedBlocksChangeNoBit) {
+  expect_checkpointing_changes_no_bit<DropoutNet>({5, 9, 3});
+}
+
+TEST(Checkpointed, GptChangesNoBit) { expect_checkpointing_changes_no_bit<SmallGpt>({2, 3, 1}); }
+
+TEST(Checkpointed, VitChangesNoBit) { expect_checkpointing_changes_no_bit<SmallVit>({3, 5, 2}); }
+
+TEST(Checkpointed, ResnetChangesNoBit) {
+  expect_checkpointing_changes_no_bit<SmallResNet>({3, 4, 2});
+}
+
+TEST(Checkpointed, GenerationAfterCheckpointedTrainingIsThePlainModels) {
+  SmallGpt plain(kInit);
+  SmallGpt checkpointed(kInit);
+  ScratchArena arena;
+  const Tensor ids = input_of<SmallGpt>(2, 1);
+  step(plain, ids, nullptr, 0);
+  step(checkpointed, ids, &arena, 0);
+  Context ctx = Context::for_target(Target::Cpu);
+  ctx.mode = Mode::Eval;
+  GptCache plain_cache, checkpointed_cache;
+  plain.reset_cache(plain_cache, Target::Cpu, 2, SmallGpt::block);
+  checkpointed.reset_cache(checkpointed_cache, Target::Cpu, 2, SmallGpt::block);
+  const Tensor prompt = Tensor::from_host_ids({2, 3}, std::vector<std::int32_t>{1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(checkpointed.forward_cached(ctx, prompt, checkpointed_cache).to_vector(),
+            plain.forward_cached(ctx, prompt, plain_cache).to_vector());
+}
+
+// The tensor bytes of a model's first training step beyond what it held before.
+template <class M>
+std::int64_t first_step_bytes(std::int64_t batch, bool checkpoint) {
+  M model(kInit);
+  ScratchArena arena;
+  const Tensor ids = input_of<M>(batch, 1);
+  reset_peak_tensor_bytes(Target::Cpu);
+  const std::int64_t before = tensor_bytes(Target::Cpu).live;
+  step(model, ids, checkpoint ? &arena : nullptr, 0);
+  return tensor_bytes(Target::Cpu).peak - before;
+}
+
+TEST(Checkpointed, BlocksShareOneBlocksBuffersAndKeepTheirCheckpoints) {
+  using Two = Gpt<GptShape{40, 32, 2, 2, 32}>;
+  using Six = Gpt<GptShape{40, 32, 6, 2, 32}>;
+  constexpr std::int64_t kBatch = 4;
+  // Each block's output and input gradient: what a checkpointed block keeps.
+  constexpr std::int64_t kCheckpoint = 2 * kBatch * 32 * 32 * 4;
+  const std::int64_t plain_per_block =
+      (first_step_bytes<Six>(kBatch, false) - first_step_bytes<Two>(kBatch, false)) / 4;
+  const std::int64_t checkpointed_per_block =
+      (first_step_bytes<Six>(kBatch, true) - first_step_bytes<Two>(kBatch, true)) / 4;
+  EXPECT_EQ(checkpointed_per_block, kCheckpoint);
+  // A block's attention probabilities alone ([B, heads, T, T], with their gradient) are as large.
+  EXPECT_GT(plain_per_block, 5 * kCheckpoint) << "plain: " << plain_per_block;
+}
+
+TEST(Checkpointed, AUnitInsideIsRefusedUnderAPolicy) {
+  using Net = Sequential<Unit<Linear<4, 4>>, Checkpointed<Unit<Linear<4, 4>>>>;
+  Net model(kInit);
+  dist::walk_units(model);  // numbers the units
+  struct Hooks final : UnitHooks {
+    void before_forward(std::size_t) override {}
+    void after_forward(std::size_t) override {}
+    void before_vjp(std::size_t) override {}
+    void after_vjp(std::size_t) override {}
+  } hooks;
+  ScratchArena arena;
+  Context ctx = Context::for_target(Target::Cpu);
+  ctx.units = &hooks;
+  ctx.scratch = &arena;
+  const Tensor x = testing::random_input(2, 4, 1);
+  testing::expect_error<Error>([&] { model.forward(ctx, x); }, {"Unit<Checkpointed<M>>"});
+}
+
+}  // namespace
+}  // namespace noeira
