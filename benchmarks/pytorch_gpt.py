@@ -18,6 +18,7 @@ with warmup (min(100, steps / 10) steps) and cosine decay to 1e-4 at the last st
 optim/schedule.cpp, gradients clipped to global norm 1.0.
 
   pytorch_gpt.py train --model gpt-char --steps 60 --time-from 10 ...   time (and train) a run
+  (--checkpoint-activations: every block recomputed in backward, as noeira's flag of that name)
   pytorch_gpt.py evaluate --params RUN/model.h5 ...                      a noeira model's loss
 
 `train` times every step (batch draw, forward, backward, clip, update: what a noeira step
@@ -37,6 +38,7 @@ import sys
 import time
 
 import torch
+import torch.utils.checkpoint
 from torch.nn import functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -146,6 +148,26 @@ def load_noeira(model, h5file):
         torch_gpt.load_noeira(model, h5file)
 
 
+class CheckpointedBlock(torch.nn.Module):
+    """A block whose forward PyTorch recomputes in backward (torch.utils.checkpoint, the
+    non-reentrant variant PyTorch recommends): noeira's --checkpoint-activations."""
+
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        return torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=False)
+
+
+def checkpoint_blocks(model):
+    if isinstance(model, torch_recurrent_lm.RecurrentLm):
+        sys.exit("pytorch_gpt: --checkpoint-activations applies to the GPTs")
+    blocks = model.transformer.h
+    for i in range(len(blocks)):
+        blocks[i] = CheckpointedBlock(blocks[i])
+
+
 def vocab_of(model):
     return model.vocab if isinstance(model, torch_recurrent_lm.RecurrentLm) else \
         model.lm_head.weight.shape[0]
@@ -159,6 +181,8 @@ def train(args):
         sys.exit("pytorch_gpt: a vocabulary of %d does not fit the model's %d ids"
                  % (vocab_used, vocab_of(model)))
     model.init_like_noeira(torch.Generator().manual_seed(args.seed))
+    if args.checkpoint_activations:
+        checkpoint_blocks(model)
     params = sum(p.numel() for p in model.parameters())
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
@@ -238,6 +262,8 @@ def main():
     t.add_argument("--eval-batches", type=int, default=20)
     t.add_argument("--full-val", action="store_true")
     t.add_argument("--log-every", type=int, default=0)
+    t.add_argument("--checkpoint-activations", action="store_true",
+                   help="recompute every block's forward in backward (torch.utils.checkpoint)")
     e = sub.add_parser("evaluate")
     e.add_argument("--params", required=True, help="a noeira model.h5")
     for q in (t, e):
