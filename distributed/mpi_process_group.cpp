@@ -8,6 +8,7 @@
 
 #include "distributed/mpi_check.hpp"
 #include "distributed/mpi_ordered_sum.hpp"
+#include "distributed/mpi_shared_sums.hpp"
 #include "distributed/mpi_side_channel.hpp"
 #include "distributed/mpi_work.hpp"
 #include "distributed/watchdog.hpp"
@@ -109,7 +110,9 @@ class MpiProcessGroup final : public ProcessGroup {
                      std::make_shared<Watchdog>(
                          [s = shared](const CollectiveRecord& r) { s->fail_job(r); })),
         shared_(std::move(shared)),
-        sums_(shared_->comm(), shared_->rank(), shared_->size(), progress_) {}
+        sums_(shared_->comm(), shared_->rank(), shared_->size(), progress_),
+        shared_sums_(SharedSums::create(shared_->comm(), shared_->rank(), shared_->size(),
+                                        progress_)) {}
 
   ~MpiProcessGroup() override { shared_->close(); }
 
@@ -126,6 +129,10 @@ class MpiProcessGroup final : public ProcessGroup {
     const std::size_t elem = dtype_size(call.out.dtype);
     char* out = static_cast<char*>(call.out.data);
     const char* in = call.in.bytes_begin();
+    const bool shared_kind = call.kind == Collective::AllReduce ||
+                             call.kind == Collective::ReduceScatter ||
+                             call.kind == Collective::AllGather;
+    if (shared_sums_ != nullptr && shared_kind) return shared_sums_->start(call);
     switch (call.kind) {
       case Collective::AllReduce:
         return sums_.allreduce(call, type);
@@ -153,6 +160,9 @@ class MpiProcessGroup final : public ProcessGroup {
   std::shared_ptr<MpiSideChannel> shared_;
   MpiProgress progress_;  // before sums_, which posts into it
   OrderedSums sums_;      // allreduce and reduce-scatter, in rank order
+  // The ranks all on one node: allreduce, reduce-scatter and all-gather through shared memory,
+  // in the same order. Null otherwise.
+  std::unique_ptr<SharedSums> shared_sums_;
 };
 
 }  // namespace

@@ -46,6 +46,17 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                        --zero3-persist-below 40000)
   noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_no_prefetch_np3 3 zero3 --accum 2
                        --no-zero3-prefetch)
+  # One node: the ops above go through shared memory (distributed/mpi_shared_sums.hpp). Its chunks
+  # cut small (10 KiB regions: every gradient op in dozens of chunks), and the path over MPI
+  # messages that a job spanning nodes takes, give the same bits.
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero2_small_chunks_np3 3 zero2 --accum 2)
+  set_property(TEST cli_mpi_sim_equal_zero2_small_chunks_np3 APPEND PROPERTY ENVIRONMENT
+               "NOEIRA_SHARED_MEMORY_MB=0.01")
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_mpi_messages_np4 4 zero3)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_ddp_mpi_messages_np4 4 ddp)
+  foreach(name IN ITEMS cli_mpi_sim_equal_zero3_mpi_messages_np4 cli_mpi_sim_equal_ddp_mpi_messages_np4)
+    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "NOEIRA_SHARED_MEMORY=0")
+  endforeach()
 endif()
 
 # A CNN with BatchNorm (buffers, synchronized statistics): tests/cli_vision.sh.

@@ -1,0 +1,92 @@
+#pragma once
+// Allreduce, reduce-scatter and all-gather through MPI-3 shared memory, for a communicator whose
+// ranks all live on one node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gives the whole of it).
+// Every rank has a region of a window made by MPI_Win_allocate_shared, which its peers map too.
+// An op moves its buffer through the regions chunk by chunk:
+//  - each rank copies its chunk into its region and raises its `arrived` counter;
+//  - once every peer's is up, each rank folds its own slice of the chunk from every region, in
+//    rank order (mpi_ordered_sum.hpp's fold_in_rank_order: the simulated backend's bits), and for
+//    an allreduce writes the result over that slice of its own region, raises `reduced` and, once
+//    every peer has, copies every peer's folded slice out;
+//  - it raises `released`: a region is written again only when every peer has released it.
+// The data crosses memory three times (in, fold, out; a rank folds its own slice from its buffer)
+// instead of passing through Open MPI's fragments, with no message matching or progress engine:
+// what makes the per-call cost small. The regions are small (the chunks stay in cache).
+//
+// The ops are non-blocking, as the other MPI ops are: start() queues the op; each test() and wait()
+// of the group's Works (MpiProgress, which every MPI wait of the group polls while an op here is
+// pending) moves the queue on without blocking, oldest op first, chunk by chunk, as far as the
+// peers allow. Nothing moves at start(), so a rank that starts an op and then stops (SIGSTOP, a
+// wedged process) has not done its part, and its peers' watchdog sees it stopped. So no rank that waits for another op, here or over MPI, keeps a peer from
+// finishing one of these, and a rank's MPI ops keep moving while it waits here. A peer that never
+// arrives leaves its partners polling until the watchdog (distributed/watchdog.hpp) fails the job
+// and names the rank. The poll yields the core between looks, for oversubscribed ranks.
+//
+// NOEIRA_SHARED_MEMORY=0 in the environment turns it off (the ops go over MPI messages as before);
+// NOEIRA_SHARED_MEMORY_MB sets the region size per rank (default 0.5 MiB; other chunks, same bits).
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "distributed/mpi_work.hpp"
+#include "distributed/process_group.hpp"
+
+namespace noeira::dist {
+
+class SharedSums final : public PhasedOp {
+ public:
+  // Null when the ranks of `comm` are not all on one node or shared memory is turned off.
+  // Collective over comm. `progress` is the group's: pending ops here are advanced through it.
+  static std::unique_ptr<SharedSums> create(MPI_Comm comm, int rank, int size,
+                                            MpiProgress& progress);
+  ~SharedSums() override;
+  SharedSums(const SharedSums&) = delete;
+  SharedSums& operator=(const SharedSums&) = delete;
+
+  // An allreduce, reduce-scatter or all-gather of process_group.hpp (same in-place rules).
+  std::unique_ptr<WorkImpl> start(const CollectiveCall& call);
+
+  // PhasedOp: moves the queue on without blocking; true once it is empty.
+  bool advance() override;
+
+  std::size_t region_bytes() const { return region_bytes_; }
+
+  struct Counters;
+  struct Op;
+
+ private:
+  SharedSums(MPI_Win win, MPI_Comm comm, int rank, int size, std::size_t region_bytes,
+             std::vector<char*> regions, std::vector<Counters*> counters, MpiProgress& progress);
+
+  // Whether every rank's counter `which` has reached `value`.
+  bool all_reached(std::uint64_t Counters::*which, std::uint64_t value) const;
+  void raise(std::uint64_t Counters::*which, std::uint64_t value);
+  // Moves the queue on, oldest op first, as far as the peers allow.
+  void move_queue();
+  // Moves `op` on as far as the peers allow; true when it is complete.
+  bool step(Op& op);
+  void copy_in(const Op& op, std::int64_t n);
+  void fold(const Op& op, std::int64_t n);
+  void copy_out(const Op& op, std::int64_t n);
+  std::int64_t chunk_of(const Op& op) const;
+
+  friend class SharedWork;
+
+  MPI_Win win_;
+  MPI_Comm comm_;
+  int rank_;
+  int size_;
+  std::size_t region_bytes_;
+  std::vector<char*> regions_;        // [ranks] each rank's region, mapped here
+  std::vector<Counters*> counters_;   // [ranks] each rank's counters, mapped here
+  MpiProgress& progress_;
+  std::deque<std::shared_ptr<Op>> queue_;  // started, not complete; oldest first
+  bool registered_ = false;                // in progress_ (until its advance() says true)
+  std::uint64_t epoch_ = 0;                // chunks this rank has begun; the same on every rank
+};
+
+}  // namespace noeira::dist
