@@ -13,7 +13,10 @@
 // over iterations after warm-up, algorithm bandwidth S/t and bus bandwidth with nccl-tests'
 // factors (allreduce 2(n−1)/n, reduce-scatter and all-gather (n−1)/n), and ours/raw = raw time
 // over our time (1.0 = as fast as raw MPI), from the medians and from the best iterations (on a
-// busy machine the best is the steadier estimate of what each side costs).
+// busy machine the best is the steadier estimate of what each side costs). Beside them, the limit:
+// memcpy's GB/s for a buffer of the size, every rank copying at once (all ranks share the memory).
+// On one node our ops go through shared memory (distributed/mpi_shared_sums.hpp; with
+// NOEIRA_SHARED_MEMORY=0 over MPI messages, as across nodes).
 //
 //   mpirun -np 2 bench_collectives [--min-ratio R] [--min-bytes B] [--max-bytes B]
 //                                  [--op allreduce|reduce_scatter|all_gather]
@@ -175,6 +178,21 @@ Times slowest_rank(std::vector<double> times) {
   return {times[times.size() / 2], times.front()};
 }
 
+// The limit beside the ops: every rank copying a buffer of `bytes` with memcpy at the same time
+// (the memory all ranks share), the slowest rank's median, as GB/s of one rank's copy.
+double memcpy_gbps(std::int64_t bytes, int iters) {
+  std::vector<char> from(static_cast<std::size_t>(bytes), 1), to(static_cast<std::size_t>(bytes));
+  std::vector<double> times(static_cast<std::size_t>(iters));
+  for (int it = -kWarmup; it < iters; ++it) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    std::memcpy(to.data(), from.data(), from.size());
+    const double t = MPI_Wtime() - t0;
+    if (it >= 0) times[static_cast<std::size_t>(it)] = t;
+  }
+  return static_cast<double>(bytes) / slowest_rank(times).median / 1e9;
+}
+
 struct Row {
   Collective kind;
   std::int64_t bytes;
@@ -216,9 +234,9 @@ int main(int argc, char** argv) {
           "bench_collectives: %d ranks; median of the slowest rank per iteration, after "
           "%d warm-up iterations; busbw in GB/s (1e9 B/s)\n",
           n, kWarmup);
-      std::printf("%-15s %8s %6s %11s %11s %10s %10s %9s %9s %6s\n", "collective", "size", "iters",
-                  "ours (us)", "raw (us)", "ours busbw", "raw busbw", "ours/raw", "best o/r",
-                  "wrong");
+      std::printf("%-15s %8s %6s %11s %11s %10s %10s %9s %9s %6s %8s\n", "collective", "size",
+                  "iters", "ours (us)", "raw (us)", "ours busbw", "raw busbw", "ours/raw",
+                  "best o/r", "wrong", "memcpy");
     }
     std::vector<Row> rows;
     for (Collective kind :
@@ -242,13 +260,14 @@ int main(int argc, char** argv) {
         long long mine = static_cast<long long>(wrong);
         MPI_Allreduce(&mine, &row.wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
         rows.push_back(row);
+        const double copy = memcpy_gbps(bytes, iters);
         if (root) {
           const double moved = static_cast<double>(bytes) * bus_factor(kind, n);
-          std::printf("%-15s %8s %6d %11.1f %11.1f %10.3f %10.3f %9.3f %9.3f %6lld\n",
+          std::printf("%-15s %8s %6d %11.1f %11.1f %10.3f %10.3f %9.3f %9.3f %6lld %8.2f\n",
                       std::string(to_string(kind)).c_str(), human(bytes).c_str(), iters,
                       row.ours.median * 1e6, row.raw.median * 1e6, moved / row.ours.median / 1e9,
                       moved / row.raw.median / 1e9, row.raw.median / row.ours.median,
-                      row.raw.best / row.ours.best, row.wrong);
+                      row.raw.best / row.ours.best, row.wrong, copy);
           std::fflush(stdout);
         }
       }
