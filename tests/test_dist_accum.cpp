@@ -25,7 +25,7 @@
 #include "train/classification.hpp"
 #include "train/language_model.hpp"
 #include "train/text_data.hpp"
-#include "trainer_runs.hpp"
+#include "small_runs.hpp"
 
 namespace noeira {
 namespace {
@@ -34,60 +34,18 @@ using testing::TrainerRun;
 using Classifier = Sequential<LinearReLU<12, 16>, Dropout<16, 200>, LinearTanh<16, 16>,
                               Linear<16, 5>>;
 using TiedGpt = Gpt<GptShape{48, 8, 2, 2, 16}>;
-constexpr std::int64_t kBlock = 8;
 
-// Batches of 12 over 46 samples: the last one has 10 rows, which 4 micro-batches cut into 2, 3,
-// 2, 3: at 3 ranks some ranks sit out some micro-batches.
 TrainerRun train_classifier(dist::Policy policy, int ranks, int accum,
                             std::int64_t persist_below = 0, bool prefetch = true) {
-  static const Dataset train_set = testing::synthetic_classes(46, 12, 1);
-  static const Dataset test_set = testing::synthetic_classes(9, 12, 2);
-  const ResidentData train_data = make_resident(train_set, Target::Cpu);
-  const ResidentData test_data = make_resident(test_set, Target::Cpu);
-  TrainConfig cfg;
-  cfg.optimizer = "sgd";
-  cfg.momentum = 0.9;
-  cfg.schedule = "constant";
-  cfg.lr = 5e-2;
-  cfg.batch = 12;
-  cfg.accum = accum;
-  cfg.log_every = 1;
-  cfg.seed = 3;
   const testing::TrainerSetup setup{InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5},
                                     dist::PolicyOptions{64, 32, persist_below, prefetch}, {}};
-  return testing::train_simulated<Classifier>(
-      policy, ranks, cfg,
-      [&] { return ClassificationTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
-      setup);
+  return testing::train_small_classifier<Classifier>(policy, ranks, accum, setup);
 }
 
 TrainerRun train_gpt(dist::Policy policy, int ranks, int accum, bool prefetch = true) {
-  static const TextData data = [] {
-    std::string text;
-    for (int i = 0; i < 200; ++i) text += "pack my box with five dozen liquor jugs " + std::to_string(i % 5) + "\n";
-    return make_text_data("test corpus", text, TokenizerKind::Char);
-  }();
-  const ResidentText text = make_resident_text(data, Target::Cpu);
-  TrainConfig cfg;
-  cfg.optimizer = "adamw";
-  cfg.lr = 3e-3;
-  cfg.weight_decay = 0.1;
-  cfg.batch = 8;
-  cfg.accum = accum;
-  cfg.log_every = 1;
-  cfg.seed = 2;
-  LanguageModelOptions o;
-  o.steps = 8;
-  o.eval_every = 8;
-  o.eval_batches = 1;
-  o.batch = cfg.batch;
-  o.block = kBlock;
-  o.seed = cfg.seed;
   testing::TrainerSetup setup;
   setup.policy_options.prefetch = prefetch;
-  return testing::train_simulated<TiedGpt>(
-      policy, ranks, cfg, [&] { return LanguageModelTask(text.train, text.validation, o); },
-      setup);
+  return testing::train_small_gpt<TiedGpt>(policy, ranks, accum, 8, setup);
 }
 
 using Train = TrainerRun (*)(dist::Policy, int, int);

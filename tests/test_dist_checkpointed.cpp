@@ -5,8 +5,6 @@
 // ZeRO-3 gathers each block's parameters once for its vjp, and the recomputation runs on them.
 #include <gtest/gtest.h>
 
-#include <string>
-
 #include "nn/activation.hpp"
 #include "nn/batchnorm.hpp"
 #include "nn/checkpointed.hpp"
@@ -16,10 +14,7 @@
 #include "nn/residual.hpp"
 #include "nn/sequential.hpp"
 #include "nn/unit.hpp"
-#include "train/classification.hpp"
-#include "train/language_model.hpp"
-#include "train/text_data.hpp"
-#include "trainer_runs.hpp"
+#include "small_runs.hpp"
 
 namespace noeira {
 namespace {
@@ -34,54 +29,15 @@ using Classifier = Sequential<Unit<Linear<12, 16>>, RecomputedBlock<200>, Recomp
 using SmallGpt = Gpt<GptShape{48, 8, 3, 2, 16}>;
 
 TrainerRun train_classifier(dist::Policy policy, int ranks, int accum, bool checkpoint) {
-  static const Dataset train_set = testing::synthetic_classes(46, 12, 1);
-  static const Dataset test_set = testing::synthetic_classes(9, 12, 2);
-  const ResidentData train_data = make_resident(train_set, Target::Cpu);
-  const ResidentData test_data = make_resident(test_set, Target::Cpu);
-  TrainConfig cfg;
-  cfg.optimizer = "sgd";
-  cfg.momentum = 0.9;
-  cfg.schedule = "constant";
-  cfg.lr = 5e-2;
-  cfg.batch = 12;
-  cfg.accum = accum;
-  cfg.log_every = 1;
-  cfg.seed = 3;
   testing::TrainerSetup setup;
   setup.checkpoint_activations = checkpoint;
-  return testing::train_simulated<Classifier>(
-      policy, ranks, cfg,
-      [&] { return ClassificationTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
-      setup);
+  return testing::train_small_classifier<Classifier>(policy, ranks, accum, setup);
 }
 
 TrainerRun train_gpt(dist::Policy policy, int ranks, int accum, bool checkpoint) {
-  static const TextData data = [] {
-    std::string text;
-    for (int i = 0; i < 200; ++i) text += "sphinx of black quartz, judge my vow " + std::to_string(i % 7) + "\n";
-    return make_text_data("test corpus", text, TokenizerKind::Char);
-  }();
-  const ResidentText text = make_resident_text(data, Target::Cpu);
-  TrainConfig cfg;
-  cfg.optimizer = "adamw";
-  cfg.lr = 3e-3;
-  cfg.weight_decay = 0.1;
-  cfg.batch = 8;
-  cfg.accum = accum;
-  cfg.log_every = 1;
-  cfg.seed = 2;
-  LanguageModelOptions o;
-  o.steps = 6;
-  o.eval_every = 6;
-  o.eval_batches = 1;
-  o.batch = cfg.batch;
-  o.block = SmallGpt::block;
-  o.seed = cfg.seed;
   testing::TrainerSetup setup;
   setup.checkpoint_activations = checkpoint;
-  return testing::train_simulated<SmallGpt>(
-      policy, ranks, cfg, [&] { return LanguageModelTask(text.train, text.validation, o); },
-      setup);
+  return testing::train_small_gpt<SmallGpt>(policy, ranks, accum, 6, setup);
 }
 
 using Train = TrainerRun (*)(dist::Policy, int, int, bool);

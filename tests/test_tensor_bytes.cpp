@@ -54,6 +54,14 @@ TEST(TensorBytes, EachThreadHasItsOwnAccount) {
   EXPECT_EQ(tensor_bytes(Target::Cpu).live, mine);
 }
 
+// A text file of `lines` short lines in `dir`; its path.
+std::string write_corpus(const testing::TempDir& dir, int lines) {
+  const std::string corpus = (dir / "corpus.txt").string();
+  std::ofstream out(corpus);
+  for (int i = 0; i < lines; ++i) out << "the quick brown fox, line " << i % 11 << "\n";
+  return corpus;
+}
+
 // The activations of rank 0's first step, from --report-memory's line.
 double activation_mib(const std::string& out) {
   const std::regex line(R"(\[rank 0\] memory: .*activations ([0-9.]+) MiB \(step peak\))");
@@ -65,11 +73,7 @@ double activation_mib(const std::string& out) {
 TEST(TensorBytes, ReportedActivationsHoldTheLogitsAndHalveWithTwoMicroBatches) {
   REQUIRE_BINARY();
   testing::TempDir dir;
-  const std::string corpus = (dir / "corpus.txt").string();
-  {
-    std::ofstream out(corpus);
-    for (int i = 0; i < 300; ++i) out << "the quick brown fox, line " << i % 11 << "\n";
-  }
+  const std::string corpus = write_corpus(dir, 300);
   // gpt-tiny: block 16, 256 ids; a batch of 16 windows on 2 simulated ranks is 8 per rank.
   const std::string run = "train --data text --model gpt-tiny --text-file " + corpus +
                           " --batch 16 --steps 2 --eval-every 2 --eval-batches 1 --threads 1 "
@@ -92,11 +96,7 @@ TEST(TensorBytes, ReportedActivationsHoldTheLogitsAndHalveWithTwoMicroBatches) {
 TEST(TensorBytes, CheckpointedBlocksHoldLessThanHalfTheActivations) {
   REQUIRE_BINARY();
   testing::TempDir dir;
-  const std::string corpus = (dir / "corpus.txt").string();
-  {
-    std::ofstream out(corpus);
-    for (int i = 0; i < 400; ++i) out << "the quick brown fox, line " << i % 11 << "\n";
-  }
+  const std::string corpus = write_corpus(dir, 400);
   // gpt-char: 4 blocks of width 128 over windows of 64; its attention probabilities and their
   // gradient are most of a block's buffers.
   const std::string run = "train --data text --model gpt-char --text-file " + corpus +
