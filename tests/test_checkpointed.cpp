@@ -3,7 +3,7 @@
 // plainly, bit for bit (dropout masks, BatchNorm's running estimates moved once, batch sizes that
 // grow and shrink, evaluation and generation after it); its blocks share one block's buffers, so
 // the step's tensor bytes grow by the checkpoints alone with each block; and a unit inside a
-// checkpointed module is refused under a policy.
+// checkpointed module is refused under a policy. On a GPU (skipped without one), the same on device.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include "core/scratch_arena.hpp"
 #include "distributed/units.hpp"
 #include "expect_error.hpp"
+#include "gpu_skip.hpp"
 #include "leaf_util.hpp"
 #include "nn/batchnorm.hpp"
 #include "nn/checkpointed.hpp"
@@ -62,22 +63,24 @@ std::vector<float> walk_buffers(M& model) {
 
 // The model's inputs: rows of features, or token ids for a language model.
 template <class M>
-Tensor input_of(std::int64_t rows, std::uint32_t seed) {
+Tensor input_of(std::int64_t rows, std::uint32_t seed, Target target = Target::Cpu) {
   if constexpr (requires { M::vocab; }) {
     std::vector<std::int32_t> ids;
     for (std::int64_t i = 0; i < rows * M::block; ++i) {
       ids.push_back(static_cast<std::int32_t>((i * 13 + seed) % M::vocab));
     }
-    return Tensor::from_host_ids({rows, M::block}, ids);
+    return Tensor::from_host_ids({rows, M::block}, ids, target);
   } else {
-    return testing::random_input(rows, M::in_dim, seed);
+    return Tensor::from_host(
+        {rows, M::in_dim},
+        testing::random_values(static_cast<std::size_t>(rows * M::in_dim), seed), target);
   }
 }
 
 // A training step: forward, the gradient of Σ y·w for fixed weights w, vjp.
 template <class M>
 Pass step(M& model, const Tensor& x, ScratchArena* arena, std::uint64_t step_index) {
-  Context ctx = Context::for_target(Target::Cpu);
+  Context ctx = Context::for_target(x.target());
   ctx.seed = 11;
   ctx.step = step_index;
   ctx.row_offset = 3;
@@ -86,7 +89,8 @@ Pass step(M& model, const Tensor& x, ScratchArena* arena, std::uint64_t step_ind
   const Tensor& y = model.forward(ctx, x);
   pass.output = y.to_vector();
   const Tensor w = Tensor::from_host(
-      y.shape(), testing::random_values(static_cast<std::size_t>(y.numel()), 5 + step_index));
+      y.shape(), testing::random_values(static_cast<std::size_t>(y.numel()), 5 + step_index),
+      x.target());
   const bool ids = x.dtype() == DType::I32;
   const Tensor& dx = model.vjp(ctx, w, ids ? InputGrad::Skip : InputGrad::Compute);
   if (!ids) pass.input_grad = dx.to_vector();
@@ -100,7 +104,7 @@ Pass step(M& model, const Tensor& x, ScratchArena* arena, std::uint64_t step_ind
 
 template <class M>
 std::vector<float> evaluate(M& model, const Tensor& x, ScratchArena* arena) {
-  Context ctx = Context::for_target(Target::Cpu);
+  Context ctx = Context::for_target(x.target());
   ctx.mode = Mode::Eval;
   ctx.scratch = arena;
   return model.forward(ctx, x).to_vector();
@@ -116,19 +120,21 @@ void expect_same(const Pass& plain, const Pass& checkpointed, const std::string&
 // Steps at batch sizes that grow and shrink (the arena's slots grow and are reused), then an
 // evaluation with and without the arena, against a second copy of the model run plainly.
 template <class M>
-void expect_checkpointing_changes_no_bit(const std::vector<std::int64_t>& batches) {
-  M plain(kInit);
-  M checkpointed(kInit);
+void expect_checkpointing_changes_no_bit(const std::vector<std::int64_t>& batches,
+                                         Target target = Target::Cpu) {
+  const Init init(target, kInit.spec());
+  M plain(init);
+  M checkpointed(init);
   ScratchArena arena;
   EXPECT_EQ(checkpoint_sites(checkpointed), checkpoint_sites(plain));
   ASSERT_GT(checkpoint_sites(checkpointed), 0u);
   for (std::size_t s = 0; s < batches.size(); ++s) {
-    const Tensor x = input_of<M>(batches[s], static_cast<std::uint32_t>(s + 1));
+    const Tensor x = input_of<M>(batches[s], static_cast<std::uint32_t>(s + 1), target);
     expect_same(step(plain, x, nullptr, s), step(checkpointed, x, &arena, s),
                 "step " + std::to_string(s) + ", batch " + std::to_string(batches[s]));
   }
   EXPECT_GT(arena.slots(), 0u);
-  const Tensor x = input_of<M>(batches.back() + 1, 99);
+  const Tensor x = input_of<M>(batches.back() + 1, 99, target);
   const std::vector<float> reference = evaluate(plain, x, nullptr);
   EXPECT_EQ(evaluate(checkpointed, x, &arena), reference) << "evaluation in the arena";
   // Run plainly after the arena: no block may keep writing a buffer another block shares.
@@ -146,6 +152,14 @@ TEST(Checkpointed, VitChangesNoBit) { expect_checkpointing_changes_no_bit<SmallV
 
 TEST(Checkpointed, ResnetChangesNoBit) {
   expect_checkpointing_changes_no_bit<SmallResNet>({3, 4, 2});
+}
+
+// The scratch arena holds device memory the same way: on the GPU too, checkpointing is the plain
+// run bit for bit (the CUDA kernels are deterministic).
+TEST(CudaCheckpointed, GptAndResnetChangeNoBitOnTheGpu) {
+  NOEIRA_REQUIRE_GPU();
+  expect_checkpointing_changes_no_bit<SmallGpt>({2, 3, 1}, Target::Cuda);
+  expect_checkpointing_changes_no_bit<SmallResNet>({3, 4, 2}, Target::Cuda);
 }
 
 TEST(Checkpointed, GenerationAfterCheckpointedTrainingIsThePlainModels) {
