@@ -2,7 +2,8 @@
 # The GPU check, run on a machine with an NVIDIA GPU (H100/H200): builds noeira with CUDA for the
 # GPU's own architecture, then
 #   1. runs every GPU test of the gtest binary (filter '*Cuda*': CudaVsCpu, CudaAttention,
-#      CudaConv, CudaPool, CudaRecurrent, CudaModule, CudaTraining, CudaSim, CudaGatherPixels, CudaCheckpointed...),
+#      CudaConv, CudaPool, CudaRecurrent, CudaModule, CudaTraining, CudaSim, CudaGatherPixels,
+#      CudaCheckpointed...),
 #      failing when one skips: on a GPU machine a skip means the runtime saw no device, which is
 #      a failure here, not a pass;
 #   2. runs the training throughput benchmark (benchmarks/bench_gpu_throughput.cpp: the `mlp`
