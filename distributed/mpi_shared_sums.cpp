@@ -109,7 +109,8 @@ SharedSums::SharedSums(MPI_Win win, MPI_Comm comm, int rank, int size, std::size
       region_bytes_(region_bytes),
       regions_(std::move(regions)),
       counters_(std::move(counters)),
-      progress_(progress) {}
+      progress_(progress),
+      sources_(static_cast<std::size_t>(size)) {}
 
 SharedSums::~SharedSums() {
   if (registered_) progress_.remove(this);
@@ -274,7 +275,7 @@ void SharedSums::fold(const Op& op, std::int64_t n) {
   const std::size_t elem = dtype_size(dtype);
   const std::size_t from = static_cast<std::size_t>(op.at) * elem;
   char* out = static_cast<char*>(op.call.out.data);
-  std::vector<const char*> sources(static_cast<std::size_t>(size_));
+  std::vector<const char*>& sources = sources_;
   switch (op.call.kind) {
     case Collective::AllReduce: {
       const Range slice = even_part(n, size_, rank_);

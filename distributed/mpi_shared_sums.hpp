@@ -87,6 +87,7 @@ class SharedSums final : public PhasedOp {
   std::deque<std::shared_ptr<Op>> queue_;  // started, not complete; oldest first
   bool registered_ = false;                // in progress_ (until its advance() says true)
   std::uint64_t epoch_ = 0;                // chunks this rank has begun; the same on every rank
+  std::vector<const char*> sources_;       // [ranks] a fold's inputs, kept from chunk to chunk
 };
 
 }  // namespace noeira::dist
