@@ -43,6 +43,12 @@ struct ByteAccount {
 
 namespace {
 
+// The storage for `numel` elements: rounded up to whole floats, so that fill() can zero any dtype.
+std::size_t storage_bytes(std::int64_t numel, DType dtype) {
+  const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
+  return (bytes + 3) / 4 * 4;
+}
+
 std::size_t target_index(Target target) {
   const auto i = static_cast<std::size_t>(target);
   NOEIRA_CHECK(i < detail::ByteAccount::kTargets, "tensor bytes: unknown target");
@@ -101,9 +107,7 @@ Tensor::Tensor(Shape shape, Target target, DType dtype)
   for (std::int64_t d : shape_) {
     NOEIRA_CHECK(d >= 0, "negative dimension in shape ", shape_string(shape_));
   }
-  // Sizes are rounded up to whole floats so that fill() can zero any dtype.
-  const std::size_t bytes = static_cast<std::size_t>(numel()) * dtype_size(dtype_);
-  storage_ = std::make_shared<Storage>(target_, (bytes + 3) / 4 * 4);
+  storage_ = std::make_shared<Storage>(target_, storage_bytes(numel(), dtype_));
 }
 
 Tensor Tensor::from_host(Shape shape, std::span<const float> values, Target target) {
@@ -206,8 +210,7 @@ void Tensor::zero() {
 
 void Tensor::resize(const Shape& shape, Target target) {
   if (ScratchArena* arena = ScratchArena::active()) {
-    const std::size_t bytes = static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype_);
-    storage_ = arena->next(target, (bytes + 3) / 4 * 4);  // whole floats, as the constructor's
+    storage_ = arena->next(target, storage_bytes(shape_numel(shape), dtype_));
     offset_ = 0;
     shape_ = shape;
     target_ = target;
