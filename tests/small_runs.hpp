@@ -12,11 +12,12 @@
 
 namespace noeira::testing {
 
-// Batches of 12 over 46 samples: the last one has 10 rows, which 4 micro-batches cut into 2, 3,
-// 2, 3: at 3 ranks some ranks sit out some micro-batches. Two epochs.
+// Batches of `batch` (12 by default) over 46 samples: then the last one has 10 rows, which 4
+// micro-batches cut into 2, 3, 2, 3, so at 3 ranks some ranks sit out some micro-batches. Two
+// epochs.
 template <Module M>
 TrainerRun train_small_classifier(dist::Policy policy, int ranks, int accum,
-                                  const TrainerSetup& setup) {
+                                  const TrainerSetup& setup, std::int64_t batch = 12) {
   static const Dataset train_set = synthetic_classes(46, 12, 1);
   static const Dataset test_set = synthetic_classes(9, 12, 2);
   const ResidentData train_data = make_resident(train_set, Target::Cpu);
@@ -26,10 +27,11 @@ TrainerRun train_small_classifier(dist::Policy policy, int ranks, int accum,
   cfg.momentum = 0.9;
   cfg.schedule = "constant";
   cfg.lr = 5e-2;
-  cfg.batch = 12;
+  cfg.batch = batch;
   cfg.accum = accum;
   cfg.log_every = 1;
   cfg.seed = 3;
+  cfg.policy = std::string(to_string(policy));
   return train_simulated<M>(
       policy, ranks, cfg,
       [&] { return ClassificationTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },

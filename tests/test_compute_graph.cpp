@@ -36,7 +36,7 @@
 #include "nn/sequential.hpp"
 #include "nn/unit.hpp"
 #include "train/classification.hpp"
-#include "trainer_runs.hpp"
+#include "small_runs.hpp"
 
 namespace noeira {
 namespace {
@@ -274,25 +274,9 @@ using UnmarkedGraphModel = ComputeGraph<Node<"stem", LinearTanh<12, 16>, "input"
 template <Module M>
 testing::TrainerRun train_graph(dist::Policy policy, int ranks) {
   // Batch 10: a last batch of 6.
-  static const Dataset train_set = testing::synthetic_classes(46, 12, 1);
-  static const Dataset test_set = testing::synthetic_classes(9, 12, 2);
-  const ResidentData train_data = make_resident(train_set, Target::Cpu);
-  const ResidentData test_data = make_resident(test_set, Target::Cpu);
-  TrainConfig cfg;
-  cfg.optimizer = "sgd";
-  cfg.momentum = 0.9;
-  cfg.schedule = "constant";
-  cfg.lr = 5e-2;
-  cfg.batch = 10;
-  cfg.log_every = 1;  // a step record per step: the losses
-  cfg.seed = 3;
-  cfg.policy = std::string(to_string(policy));
   const testing::TrainerSetup setup{InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5},
                                     dist::PolicyOptions{64, 32}, {}};
-  return testing::train_simulated<M>(
-      policy, ranks, cfg,
-      [&] { return ClassificationTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
-      setup);
+  return testing::train_small_classifier<M>(policy, ranks, 1, setup, 10);
 }
 
 TEST(ComputeGraph, TrainsAsOneRankUnderEveryPolicy) {
