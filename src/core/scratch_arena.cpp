@@ -8,12 +8,6 @@ thread_local ScratchArena* active_arena = nullptr;
 
 ScratchArena* ScratchArena::active() { return active_arena; }
 
-std::int64_t ScratchArena::bytes() const {
-  std::int64_t total = 0;
-  for (const std::shared_ptr<Storage>& s : slots_) total += static_cast<std::int64_t>(s->bytes());
-  return total;
-}
-
 std::shared_ptr<Storage> ScratchArena::next(Target target, std::size_t bytes) {
   if (cursor_ == slots_.size()) slots_.emplace_back();
   std::shared_ptr<Storage>& slot = slots_[cursor_++];

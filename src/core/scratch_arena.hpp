@@ -11,7 +11,6 @@
 // run never shares a buffer with another block. A scope opened while one is open continues the
 // slot count (checkpointed modules nest without overwriting the outer one's buffers).
 #include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -25,8 +24,6 @@ class ScratchArena {
   ScratchArena(const ScratchArena&) = delete;
   ScratchArena& operator=(const ScratchArena&) = delete;
 
-  // The bytes the slots hold now.
-  std::int64_t bytes() const;
   std::size_t slots() const { return slots_.size(); }
 
   // The arena of the innermost open scope on this thread, or null.
