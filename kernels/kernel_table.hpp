@@ -192,6 +192,7 @@ struct PoolGeometry {
 
 struct KernelTable {
   Target target;
+  Precision precision = Precision::Fp32;  // of the matrix products below
 
   // --- raw memory (bytes) ---------------------------------------------------------------------
   void* (*allocate)(std::size_t bytes);
@@ -439,9 +440,10 @@ struct KernelTable {
                     AdamHyper hyper);
 };
 
-// The table for a target. Asking for Cuda in a build without CUDA, or on a machine whose CUDA
-// runtime finds no device, throws an error that says so.
-const KernelTable& kernels_for(Target target);
+// The table for a target, its matrix products at `precision`. Asking for Cuda in a build without
+// CUDA, or on a machine whose CUDA runtime finds no device, throws an error that says so; so does
+// Bf16 on Cuda, which has no bf16 products yet.
+const KernelTable& kernels_for(Target target, Precision precision = Precision::Fp32);
 
 // True when this build has the CUDA kernels and a CUDA device is present.
 bool cuda_available();

@@ -5,6 +5,7 @@ namespace noeira {
 
 namespace cpu {
 extern const KernelTable table;
+extern const KernelTable bf16_table;
 }
 
 #ifdef NOEIRA_HAVE_CUDA
@@ -15,8 +16,12 @@ void set_allow_tf32(bool allow);
 }  // namespace cuda
 #endif
 
-const KernelTable& kernels_for(Target target) {
-  if (target == Target::Cpu) return cpu::table;
+const KernelTable& kernels_for(Target target, Precision precision) {
+  if (target == Target::Cpu) return precision == Precision::Bf16 ? cpu::bf16_table : cpu::table;
+  if (precision == Precision::Bf16) {
+    throw Error("precision bf16 on cuda: this build has no bf16 matrix products on the GPU yet "
+                "(bf16 runs on the CPU; the GPU runs fp32)");
+  }
 #ifdef NOEIRA_HAVE_CUDA
   if (!cuda::device_present()) {
     throw Error("target cuda requested, but the CUDA runtime finds no GPU on this machine");

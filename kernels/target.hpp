@@ -21,6 +21,13 @@ enum class Activation : std::uint8_t {
   Identity, ReLU, Tanh, Sigmoid, GeluTanh, GeluErf, SiLU, Elu, HardSwish, Mish
 };
 
+// The precision of the operands of the matrix products (Linear, attention's batched products,
+// convolutions): Fp32, or Bf16 — each operand rounded to bfloat16 (round to nearest even), the
+// products accumulated in fp32 into fp32 results (--precision bf16, PyTorch's autocast). Every
+// other kernel (normalizations, softmax, losses, optimizers, element-wise) computes in fp32 at
+// either precision.
+enum class Precision : std::uint8_t { Fp32, Bf16 };
+
 // Whether a parameter-gradient kernel overwrites its accumulator or adds to it.
 enum class GradMode : std::uint8_t { Overwrite, Accumulate };
 
@@ -62,6 +69,8 @@ template <>
 struct DTypeOf<std::int64_t> { static constexpr DType value = DType::I64; };
 template <class T>
 inline constexpr DType dtype_of = DTypeOf<T>::value;
+
+constexpr std::string_view to_string(Precision p) { return p == Precision::Fp32 ? "fp32" : "bf16"; }
 
 constexpr std::string_view to_string(Target t) { return t == Target::Cpu ? "cpu" : "cuda"; }
 

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev hdf5-tools
-  libopenblas-openmp-dev
+  libopenblas-openmp-dev libdnnl-dev
   zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev

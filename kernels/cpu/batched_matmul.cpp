@@ -1,4 +1,4 @@
-// Batched matrix products on the CPU: one OpenBLAS sgemm per item.
+// Batched matrix products on the CPU: one product (kernels/cpu/gemm.hpp) per item.
 //
 // Which level runs in parallel: the OpenMP build of OpenBLAS runs single-threaded inside a
 // parallel region, so either the items are spread over the threads (each sgemm serial) or they
@@ -13,17 +13,15 @@
 //     5.2 ms "over the items" (one thread).
 // So the items go wide whenever there are enough to keep every thread busy, or whenever OpenBLAS
 // would run each on one thread anyway; only a few big items use OpenBLAS's own threads.
-#include <cblas.h>
 #include <omp.h>
 
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/gemm.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::cpu {
 
 namespace {
-
-int as_blas_int(std::int64_t v) { return static_cast<int>(v); }
 
 template <class T>
 T* item_of(const MatrixBatch<T>& x, std::int64_t group, std::int64_t i) {
@@ -37,18 +35,16 @@ constexpr std::int64_t kBlasSingleThreadedUpTo = std::int64_t{1} << 18;
 
 }  // namespace
 
-void batched_matmul(Stream, const BatchedMatmulArgs& g) {
+template <Precision P>
+void batched_matmul_at(Stream, const BatchedMatmulArgs& g) {
   const std::int64_t items = g.batch * g.groups;
   if (g.m <= 0 || g.n <= 0 || items <= 0) return;
   NOEIRA_CHECK(g.k > 0, "batched_matmul: empty inner dimension (k = ", g.k, ")");
-  const CBLAS_TRANSPOSE ta = g.trans_a ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE tb = g.trans_b ? CblasTrans : CblasNoTrans;
   auto item = [&](std::int64_t index) {
     const std::int64_t group = index / g.batch;
     const std::int64_t i = index % g.batch;
-    cblas_sgemm(CblasRowMajor, ta, tb, as_blas_int(g.m), as_blas_int(g.n), as_blas_int(g.k),
-                g.alpha, item_of(g.a, group, i), as_blas_int(g.a.ld), item_of(g.b, group, i),
-                as_blas_int(g.b.ld), g.beta, item_of(g.c, group, i), as_blas_int(g.c.ld));
+    gemm(P, g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, item_of(g.a, group, i), g.a.ld,
+         item_of(g.b, group, i), g.b.ld, g.beta, item_of(g.c, group, i), g.c.ld);
   };
   const bool wide = items > 1 && (items >= omp_get_max_threads() ||
                                   g.m * g.n * g.k <= kBlasSingleThreadedUpTo);
@@ -60,5 +56,11 @@ void batched_matmul(Stream, const BatchedMatmulArgs& g) {
     for (std::int64_t index = 0; index < items; ++index) item(index);
   }
 }
+
+void batched_matmul(Stream s, const BatchedMatmulArgs& args) {
+  batched_matmul_at<Precision::Fp32>(s, args);
+}
+
+template decltype(batched_matmul) batched_matmul_at<Precision::Bf16>;
 
 }  // namespace noeira::cpu

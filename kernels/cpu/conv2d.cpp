@@ -1,5 +1,6 @@
-// Convolutions on the CPU: im2col (kernels/cpu/im2col.hpp) and OpenBLAS sgemm per image and
-// group, the images spread over the threads, each with its own columns in the workspace.
+// Convolutions on the CPU: im2col (kernels/cpu/im2col.hpp) and a product (kernels/cpu/gemm.hpp,
+// at the table's precision) per image and group, the images spread over the threads, each with
+// its own columns in the workspace.
 //
 // Every sgemm runs on one thread, whatever the thread count. OpenBLAS's own threads cut a product
 // into tiles by their number, and the tiles' edges change the bits (measured: one image of a
@@ -10,12 +11,12 @@
 // (filter_blocks, from the sizes), each block sums its images in order into a partial of its
 // own, and the partials are added in block order. A weight too large for partials (one block)
 // is cut into fixed chunks of output channels instead, each summing every image in order.
-#include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
 
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/im2col.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/error.hpp"
@@ -23,8 +24,6 @@
 namespace noeira::cpu {
 
 namespace {
-
-int as_blas_int(std::int64_t v) { return static_cast<int>(v); }
 
 // The sizes one image's products see.
 struct ConvSizes {
@@ -128,16 +127,15 @@ const float* columns_of(const float* x, float* columns, const ConvGeometry& g) {
 }
 
 // dw (beta: 0 overwrites, 1 adds) += dy · colsᵀ for one image, rows [r0, r1) of every group.
+template <Precision P>
 void filter_image(float* dw, float beta, const float* dy, const float* x, float* columns,
                   std::int64_t r0, std::int64_t r1, const ConvGeometry& g, const ConvSizes& z) {
   const float* cols = columns_of(x, columns, g);
   for (std::int64_t grp = 0; grp < g.groups; ++grp) {
     const std::int64_t row = grp * z.group_out + r0;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blas_int(r1 - r0),
-                as_blas_int(z.group_taps), as_blas_int(z.out_pixels), 1.0f,
-                dy + row * z.out_pixels, as_blas_int(z.out_pixels),
-                cols + grp * z.group_taps * z.out_pixels, as_blas_int(z.out_pixels), beta,
-                dw + row * z.group_taps, as_blas_int(z.group_taps));
+    gemm(P, false, true, r1 - r0, z.group_taps, z.out_pixels, 1.0f, dy + row * z.out_pixels,
+         z.out_pixels, cols + grp * z.group_taps * z.out_pixels, z.out_pixels, beta,
+         dw + row * z.group_taps, z.group_taps);
   }
 }
 
@@ -147,7 +145,8 @@ std::int64_t conv2d_workspace(const ConvGeometry& g) {
   return column_slots(g, omp_get_max_threads()) * ConvSizes(g).columns + partial_floats(g);
 }
 
-void conv2d_forward(Stream, float* y, const float* x, const float* w, const float* b,
+template <Precision P>
+void conv2d_forward_at(Stream, float* y, const float* x, const float* w, const float* b,
                     const ConvGeometry& g, float* workspace) {
   check_geometry(g, "conv2d_forward");
   const ConvSizes z(g);
@@ -157,17 +156,17 @@ void conv2d_forward(Stream, float* y, const float* x, const float* w, const floa
     float* yn = y + n * z.out_image;
     // y[group] [Co/G, Ho·Wo] = w[group] [Co/G, taps] · cols[group] [taps, Ho·Wo]
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, as_blas_int(z.group_out),
-                  as_blas_int(z.out_pixels), as_blas_int(z.group_taps), 1.0f,
-                  w + grp * z.group_out * z.group_taps, as_blas_int(z.group_taps),
-                  cols + grp * z.group_taps * z.out_pixels, as_blas_int(z.out_pixels), 0.0f,
-                  yn + grp * z.group_out * z.out_pixels, as_blas_int(z.out_pixels));
+      gemm(P, false, false, z.group_out, z.out_pixels, z.group_taps, 1.0f,
+           w + grp * z.group_out * z.group_taps, z.group_taps,
+           cols + grp * z.group_taps * z.out_pixels, z.out_pixels, 0.0f,
+           yn + grp * z.group_out * z.out_pixels, z.out_pixels);
     }
     if (b != nullptr) add_channel_bias(yn, b, g.out_channels, z.out_pixels);
   });
 }
 
-void conv2d_backward_data(Stream, float* dx, const float* dy, const float* w, const float* b,
+template <Precision P>
+void conv2d_backward_data_at(Stream, float* dx, const float* dy, const float* w, const float* b,
                           const ConvGeometry& g, float* workspace) {
   check_geometry(g, "conv2d_backward_data");
   const ConvSizes z(g);
@@ -179,19 +178,18 @@ void conv2d_backward_data(Stream, float* dx, const float* dy, const float* w, co
     float* cols = pointwise ? dxn : workspace + slot * z.columns;
     // cols[group] [taps, Ho·Wo] = w[group]ᵀ [taps, Co/G] · dy[group] [Co/G, Ho·Wo]
     for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, as_blas_int(z.group_taps),
-                  as_blas_int(z.out_pixels), as_blas_int(z.group_out), 1.0f,
-                  w + grp * z.group_out * z.group_taps, as_blas_int(z.group_taps),
-                  dy + n * z.out_image + grp * z.group_out * z.out_pixels,
-                  as_blas_int(z.out_pixels), 0.0f, cols + grp * z.group_taps * z.out_pixels,
-                  as_blas_int(z.out_pixels));
+      gemm(P, true, false, z.group_taps, z.out_pixels, z.group_out, 1.0f,
+           w + grp * z.group_out * z.group_taps, z.group_taps,
+           dy + n * z.out_image + grp * z.group_out * z.out_pixels, z.out_pixels, 0.0f,
+           cols + grp * z.group_taps * z.out_pixels, z.out_pixels);
     }
     if (!pointwise) col2im(dxn, cols, g);
     if (b != nullptr) add_channel_bias(dxn, b, g.in_channels, g.in_height * g.in_width);
   });
 }
 
-void conv2d_backward_filter(Stream, GradMode mode, float* dw, const float* dy, const float* x,
+template <Precision P>
+void conv2d_backward_filter_at(Stream, GradMode mode, float* dw, const float* dy, const float* x,
                             const ConvGeometry& g, float* workspace) {
   check_geometry(g, "conv2d_backward_filter");
   const ConvSizes z(g);
@@ -210,7 +208,7 @@ void conv2d_backward_filter(Stream, GradMode mode, float* dw, const float* dy, c
       const std::int64_t r0 = chunk * z.group_out / chunks;
       const std::int64_t r1 = (chunk + 1) * z.group_out / chunks;
       for (std::int64_t n = 0; n < g.images; ++n) {
-        filter_image(dw, n == 0 ? first_beta : 1.0f, dy + n * z.out_image, x + n * z.in_image,
+        filter_image<P>(dw, n == 0 ? first_beta : 1.0f, dy + n * z.out_image, x + n * z.in_image,
                      workspace + slot * z.columns, r0, r1, g, z);
       }
     });
@@ -221,7 +219,7 @@ void conv2d_backward_filter(Stream, GradMode mode, float* dw, const float* dy, c
     const std::int64_t first = block * g.images / blocks;
     const std::int64_t end = (block + 1) * g.images / blocks;
     for (std::int64_t n = first; n < end; ++n) {
-      filter_image(partials + block * z.weight, n == first ? 0.0f : 1.0f, dy + n * z.out_image,
+      filter_image<P>(partials + block * z.weight, n == first ? 0.0f : 1.0f, dy + n * z.out_image,
                    x + n * z.in_image, workspace + slot * z.columns, 0, z.group_out, g, z);
     }
   });
@@ -235,6 +233,25 @@ void conv2d_backward_filter(Stream, GradMode mode, float* dw, const float* dy, c
     dw[i] = sum;
   }
 }
+
+void conv2d_forward(Stream s, float* y, const float* x, const float* w, const float* b,
+                    const ConvGeometry& g, float* workspace) {
+  conv2d_forward_at<Precision::Fp32>(s, y, x, w, b, g, workspace);
+}
+
+void conv2d_backward_data(Stream s, float* dx, const float* dy, const float* w, const float* b,
+                          const ConvGeometry& g, float* workspace) {
+  conv2d_backward_data_at<Precision::Fp32>(s, dx, dy, w, b, g, workspace);
+}
+
+void conv2d_backward_filter(Stream s, GradMode mode, float* dw, const float* dy, const float* x,
+                            const ConvGeometry& g, float* workspace) {
+  conv2d_backward_filter_at<Precision::Fp32>(s, mode, dw, dy, x, g, workspace);
+}
+
+template decltype(conv2d_forward) conv2d_forward_at<Precision::Bf16>;
+template decltype(conv2d_backward_data) conv2d_backward_data_at<Precision::Bf16>;
+template decltype(conv2d_backward_filter) conv2d_backward_filter_at<Precision::Bf16>;
 
 void conv2d_backward_bias(Stream, GradMode mode, float* db, const float* dy, std::int64_t images,
                           std::int64_t channels, std::int64_t pixels) {

@@ -1,26 +1,22 @@
-// The Linear family on the CPU: OpenBLAS sgemm for the products, one fused pass for bias and
-// activation (forward) and for the activation derivative and bias gradient (backward).
-#include <cblas.h>
+// The Linear family on the CPU: kernels/cpu/gemm.hpp for the products (at the table's
+// precision), one fused pass for bias and activation (forward) and for the activation derivative
+// and bias gradient (backward).
 
 #include "kernels/activation_math.hpp"
 #include "kernels/cpu/activation_dispatch.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vector_isa.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::cpu {
 
-namespace {
-int as_blas_int(std::int64_t v) { return static_cast<int>(v); }
-}  // namespace
-
-void linear_forward(Stream, Activation a, float* y, float* pre, const float* x, const float* w,
+template <Precision P>
+void linear_forward_at(Stream, Activation a, float* y, float* pre, const float* x, const float* w,
                     const float* b, std::int64_t rows, std::int64_t in, std::int64_t out) {
   // y = x · wᵀ
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, as_blas_int(rows), as_blas_int(out),
-              as_blas_int(in), 1.0f, x, as_blas_int(in), w, as_blas_int(in), 0.0f, y,
-              as_blas_int(out));
+  gemm(P, false, true, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
   // Epilogue while the rows are still in cache: + bias, keep pre-activation if needed, activate.
   if (b == nullptr && a == Activation::Identity) return;
   with_activation(a, [&](auto tag) {
@@ -45,7 +41,8 @@ void linear_forward(Stream, Activation a, float* y, float* pre, const float* x, 
   });
 }
 
-void linear_backward(Stream, Activation a, GradMode mode, float* dx, float* dw, float* db,
+template <Precision P>
+void linear_backward_at(Stream, Activation a, GradMode mode, float* dx, float* dw, float* db,
                      float* dpre, const float* dy, const float* x, const float* w, const float* y,
                      const float* pre, std::int64_t rows, std::int64_t in, std::int64_t out) {
   // dpre = dy ⊙ act'(pre, y); for Identity dy itself is the pre-activation gradient.
@@ -73,9 +70,7 @@ void linear_backward(Stream, Activation a, GradMode mode, float* dx, float* dw, 
   }
   const float beta = mode == GradMode::Accumulate ? 1.0f : 0.0f;
   // Parameter gradients first. dw[out,in] (+)= gᵀ · x
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, as_blas_int(out), as_blas_int(in),
-              as_blas_int(rows), 1.0f, g, as_blas_int(out), x, as_blas_int(in), beta, dw,
-              as_blas_int(in));
+  gemm(P, true, false, out, in, rows, 1.0f, g, out, x, in, beta, dw, in);
   if (db != nullptr) {
     // Column sums in row order: a fixed order, so the result is the same for any thread count.
     with_vector_isa([&] {
@@ -91,10 +86,23 @@ void linear_backward(Stream, Activation a, GradMode mode, float* dx, float* dw, 
   }
   // Then the input gradient: dx[rows,in] = g · w
   if (dx != nullptr) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, as_blas_int(rows), as_blas_int(in),
-                as_blas_int(out), 1.0f, g, as_blas_int(out), w, as_blas_int(in), 0.0f, dx,
-                as_blas_int(in));
+    gemm(P, false, false, rows, in, out, 1.0f, g, out, w, in, 0.0f, dx, in);
   }
 }
+
+void linear_forward(Stream s, Activation a, float* y, float* pre, const float* x, const float* w,
+                    const float* b, std::int64_t rows, std::int64_t in, std::int64_t out) {
+  linear_forward_at<Precision::Fp32>(s, a, y, pre, x, w, b, rows, in, out);
+}
+
+void linear_backward(Stream s, Activation a, GradMode mode, float* dx, float* dw, float* db,
+                     float* dpre, const float* dy, const float* x, const float* w, const float* y,
+                     const float* pre, std::int64_t rows, std::int64_t in, std::int64_t out) {
+  linear_backward_at<Precision::Fp32>(s, a, mode, dx, dw, db, dpre, dy, x, w, y, pre, rows, in,
+                                      out);
+}
+
+template decltype(linear_forward) linear_forward_at<Precision::Bf16>;
+template decltype(linear_backward) linear_backward_at<Precision::Bf16>;
 
 }  // namespace noeira::cpu

@@ -1,0 +1,161 @@
+// The CPU's bf16 table (--precision bf16): its matrix products equal the fp32 table's on
+// operands rounded to bfloat16 beforehand (exact products, fp32 accumulation: only the order of
+// the sums may differ), and differ from the fp32 table's on the unrounded operands — so the
+// rounding happens, and happens to every operand (A and B, the forward's and the backward's).
+// Every other kernel of the table is the fp32 table's. The rounding itself against PyTorch's is
+// checked by the bf16 case of tests/gpt_torch_check.py, whose reference rounds with PyTorch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "attention_util.hpp"
+#include "gradcheck.hpp"
+#include "kernels/bf16_math.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace noeira {
+namespace {
+
+using testing::random_values;
+
+const KernelTable& fp32() { return kernels_for(Target::Cpu, Precision::Fp32); }
+const KernelTable& bf16() { return kernels_for(Target::Cpu, Precision::Bf16); }
+
+std::vector<float> rounded(std::vector<float> v) {
+  for (float& x : v) x = round_to_bf16(x);
+  return v;
+}
+
+// got (the bf16 table on the operands) against want (the fp32 table on the rounded operands),
+// and far from plain (the fp32 table on the operands).
+void expect_bf16_products(const std::vector<float>& got, const std::vector<float>& want,
+                          const std::vector<float>& plain, const char* what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(got.size(), want.size());
+  double off_plain = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 2e-5 * (1.0 + std::abs(want[i]))) << "element " << i;
+    off_plain = std::max(off_plain, std::abs(static_cast<double>(got[i]) - plain[i]));
+  }
+  EXPECT_GT(off_plain, 1e-3) << "the bf16 products equal the fp32 ones: nothing was rounded";
+}
+
+TEST(Bf16Rounding, NearestEvenAndSpecialValues) {
+  EXPECT_EQ(round_to_bf16(1.0f), 1.0f);
+  EXPECT_EQ(round_to_bf16(1.0f + 0x1p-8f), 1.0f);                   // halfway: to even
+  EXPECT_EQ(round_to_bf16(1.0f + 3 * 0x1p-8f), 1.0f + 0x1p-6f);     // halfway: to even
+  EXPECT_EQ(round_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 1.0f + 0x1p-7f);  // past halfway: up
+  EXPECT_EQ(round_to_bf16(-2.5f), -2.5f);
+  EXPECT_TRUE(std::isnan(round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isnan(round_to_bf16(std::bit_cast<float>(0x7F800001u))));  // signalling NaN
+  EXPECT_EQ(round_to_bf16(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+  // The largest float rounds up to infinity, as PyTorch's does.
+  EXPECT_EQ(round_to_bf16(std::numeric_limits<float>::max()),
+            std::numeric_limits<float>::infinity());
+  for (float x : random_values(1000, 7, -100.0f, 100.0f)) {
+    EXPECT_LE(std::abs(round_to_bf16(x) - x), std::abs(x) * 0x1p-8f) << x;
+  }
+}
+
+TEST(Bf16Table, OnlyTheMatrixProductsDiffer) {
+  EXPECT_EQ(bf16().precision, Precision::Bf16);
+  EXPECT_EQ(fp32().precision, Precision::Fp32);
+  EXPECT_NE(bf16().linear_forward, fp32().linear_forward);
+  EXPECT_NE(bf16().batched_matmul, fp32().batched_matmul);
+  EXPECT_NE(bf16().conv2d_backward_filter, fp32().conv2d_backward_filter);
+  EXPECT_EQ(bf16().norm_forward, fp32().norm_forward);
+  EXPECT_EQ(bf16().row_loss, fp32().row_loss);
+  EXPECT_EQ(bf16().adam_step, fp32().adam_step);
+  EXPECT_EQ(bf16().softmax_forward, fp32().softmax_forward);
+}
+
+TEST(Bf16Table, LinearForwardAndBackward) {
+  constexpr std::int64_t rows = 37, in = 70, out = 29;
+  const std::vector<float> x = random_values(rows * in, 1), w = random_values(out * in, 2),
+                           b = random_values(out, 3), dy = random_values(rows * out, 4),
+                           dw0 = random_values(out * in, 5);
+  auto forward = [&](const KernelTable& k, const std::vector<float>& xs,
+                     const std::vector<float>& ws) {
+    std::vector<float> y(rows * out), pre(rows * out);
+    k.linear_forward(nullptr, Activation::GeluTanh, y.data(), pre.data(), xs.data(), ws.data(),
+                     b.data(), rows, in, out);
+    return y;
+  };
+  expect_bf16_products(forward(bf16(), x, w), forward(fp32(), rounded(x), rounded(w)),
+                       forward(fp32(), x, w), "forward");
+
+  // Identity: the output gradient is the products' operand itself. dw accumulates onto dw0.
+  auto backward = [&](const KernelTable& k, const std::vector<float>& xs,
+                      const std::vector<float>& ws, const std::vector<float>& dys) {
+    std::vector<float> dx(rows * in), dw = dw0, db(out);
+    k.linear_backward(nullptr, Activation::Identity, GradMode::Accumulate, dx.data(), dw.data(),
+                      db.data(), nullptr, dys.data(), xs.data(), ws.data(), nullptr, nullptr, rows,
+                      in, out);
+    dx.insert(dx.end(), dw.begin(), dw.end());
+    return dx;
+  };
+  expect_bf16_products(backward(bf16(), x, w, dy),
+                       backward(fp32(), rounded(x), rounded(w), rounded(dy)),
+                       backward(fp32(), x, w, dy), "backward: dx, then dw");
+}
+
+TEST(Bf16Table, BatchedMatmulEveryTransposeAlphaAndBeta) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      // {ta, tb, m, n, k, batch, groups, head, pad, c_gap, alpha, beta}: strided items whose C
+      // gaps must stay as they were, alpha and beta; then items large enough for the serial path.
+      for (const testing::MatmulLayout& l :
+           {testing::MatmulLayout{ta, tb, 33, 40, 70, 4, 2, 70, 3, 2, 0.125f, 0.5f},
+            testing::MatmulLayout{ta, tb, 200, 180, 150, 1, 1, 180, 0, 0, 1.0f, 0.0f}}) {
+        SCOPED_TRACE(testing::describe(l));
+        auto run = [&](const KernelTable& k, bool round) {
+          testing::MatmulOperands o = testing::matmul_operands(Target::Cpu, l);
+          if (round) {
+            o.a.copy_from(rounded(o.a.to_vector()));
+            o.b.copy_from(rounded(o.b.to_vector()));
+          }
+          k.batched_matmul(nullptr, o.args);
+          return o.c.to_vector();
+        };
+        expect_bf16_products(run(bf16(), false), run(fp32(), true), run(fp32(), false),
+                             "batched_matmul");
+      }
+    }
+  }
+}
+
+TEST(Bf16Table, ConvolutionForwardDataAndFilter) {
+  ConvGeometry g;
+  g.images = 3;
+  g.in_channels = 4, g.in_height = 9, g.in_width = 8;
+  g.out_channels = 6, g.kernel = 3, g.stride = 1, g.padding = 1, g.groups = 2;
+  g.out_height = 9, g.out_width = 8;
+  const std::int64_t x_n = g.images * g.in_channels * g.in_height * g.in_width;
+  const std::int64_t y_n = g.images * g.out_channels * g.out_height * g.out_width;
+  const std::int64_t w_n = g.out_channels * (g.in_channels / g.groups) * g.kernel * g.kernel;
+  const std::vector<float> x = random_values(x_n, 1), w = random_values(w_n, 2),
+                           dy = random_values(y_n, 3);
+  auto run = [&](const KernelTable& k, bool round) {
+    const std::vector<float> xs = round ? rounded(x) : x, ws = round ? rounded(w) : w,
+                             dys = round ? rounded(dy) : dy;
+    std::vector<float> workspace(static_cast<std::size_t>(k.conv2d_workspace(g)));
+    std::vector<float> y(y_n), dx(x_n), dw(w_n);
+    k.conv2d_forward(nullptr, y.data(), xs.data(), ws.data(), nullptr, g, workspace.data());
+    k.conv2d_backward_data(nullptr, dx.data(), dys.data(), ws.data(), nullptr, g,
+                           workspace.data());
+    k.conv2d_backward_filter(nullptr, GradMode::Overwrite, dw.data(), dys.data(), xs.data(), g,
+                             workspace.data());
+    y.insert(y.end(), dx.begin(), dx.end());
+    y.insert(y.end(), dw.begin(), dw.end());
+    return y;
+  };
+  expect_bf16_products(run(bf16(), false), run(fp32(), true), run(fp32(), false),
+                       "y, then dx, then dw");
+}
+
+}  // namespace
+}  // namespace noeira
