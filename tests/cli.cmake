@@ -86,6 +86,16 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                          "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
                          TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
   endforeach()
+  # --precision bf16: MPI = simulated = DDP, fp32 masters in the files, exact resume, eval
+  # (tests/cli_mixed_precision.sh).
+  add_test(NAME cli_bf16_np2
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_mixed_precision.sh ${MPIEXEC_EXECUTABLE}
+                   ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF}
+                   ${CMAKE_CURRENT_BINARY_DIR}/cli_bf16)
+  set_tests_properties(cli_bf16_np2 PROPERTIES
+                       ENVIRONMENT
+                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
+                       TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 
 # model.h5 read without noeira: examples/read_model_h5.py from the file's own attributes.

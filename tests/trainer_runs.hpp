@@ -36,6 +36,7 @@ struct TrainerSetup {
   dist::PolicyOptions policy_options{256, 32};
   std::filesystem::path resume;  // a checkpoint to resume from (empty: none)
   bool checkpoint_activations = false;  // the blocks recompute their forward in vjp
+  Precision precision = Precision::Fp32;  // of the matrix products (--precision)
 };
 
 // `count` samples of `features` values uniform in [-1, 2) (as bytes), labels 0..4 in turn: a
@@ -75,7 +76,7 @@ TrainerRun train_simulated(dist::Policy policy, int ranks, const TrainConfig& cf
   run.buffers.resize(static_cast<std::size_t>(ranks));
   dist::run_simulated(ranks, [&](dist::ProcessGroup& group) {
     M model(Init(Target::Cpu, setup.init));
-    Context ctx = Context::for_target(Target::Cpu);
+    Context ctx = Context::for_target(Target::Cpu, nullptr, setup.precision);
     ScratchArena scratch;
     if (setup.checkpoint_activations) ctx.scratch = &scratch;
     dist::ShardingPolicy sharding(policy, dist::walk_units(model), group, ctx,

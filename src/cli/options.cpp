@@ -97,6 +97,11 @@ void add_common_options(Command& c) {
       ->check(CLI::IsMember(kDeviceNames.names()));
   a.add_flag("--allow-tf32", t.allow_tf32,
              "cuda: TF32 tensor cores for matrix products (faster, 10-bit mantissa inputs)");
+  a.add_option("--precision", t.precision,
+               "Operands of the matrix products (Linear, attention, convolutions): fp32, or bf16 "
+               "(rounded to bfloat16, fp32 accumulation; parameters, gradients, optimizer state "
+               "and checkpoints stay fp32; cpu only)")
+      ->check(CLI::IsMember(kPrecisionNames.names()));
   a.add_option("--names", t.names,
                "Name map of a .safetensors read (--init-from, --params): noeira or pytorch "
                "(empty: the one the file's metadata names, else what its tensor names show)")

@@ -68,10 +68,11 @@ struct Context {
   // beyond its buffers (BatchNorm's running estimates) must not change it a second time.
   bool recomputing = false;
 
-  static Context for_target(Target target, Stream stream = nullptr) {
+  static Context for_target(Target target, Stream stream = nullptr,
+                            Precision precision = Precision::Fp32) {
     Context c;
     c.target = target;
-    c.k = &kernels_for(target);
+    c.k = &kernels_for(target, precision);
     c.stream = stream;
     return c;
   }

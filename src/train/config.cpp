@@ -23,6 +23,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"min-lr", c.min_lr},       {"grad-clip", c.grad_clip},
       {"seed", c.seed},           {"threads", c.threads},
       {"device", c.device},       {"allow-tf32", c.allow_tf32},
+      {"precision", c.precision},
       {"log-format", std::string(to_string(c.log_format))},
       {"log-every", c.log_every},
       {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
@@ -80,8 +81,11 @@ LrSchedule lr_schedule(const TrainConfig& c, std::int64_t total_steps) {
 
 Target parse_device(std::string_view name) { return kDeviceNames.parse(name); }
 
+Precision parse_precision(std::string_view name) { return kPrecisionNames.parse(name); }
+
 void validate(const TrainConfig& c) {
   (void)parse_device(c.device);
+  (void)parse_precision(c.precision);
   auto positive = [](std::int64_t v, const char* flag) {
     if (v <= 0) throw InputError(detail::concat("--", flag, " must be positive, got ", v));
   };

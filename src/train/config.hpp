@@ -20,6 +20,8 @@ inline constexpr NameTable<LogFormat, 2> kLogFormatNames{
     {{{LogFormat::Human, "human"}, {LogFormat::Json, "json"}}}, "log format"};
 inline constexpr NameTable<Target, 2> kDeviceNames{
     {{{Target::Cpu, "cpu"}, {Target::Cuda, "cuda"}}}, "--device"};
+inline constexpr NameTable<Precision, 2> kPrecisionNames{
+    {{{Precision::Fp32, "fp32"}, {Precision::Bf16, "bf16"}}}, "--precision"};
 std::string_view to_string(LogFormat format);
 LogFormat parse_log_format(std::string_view name);
 
@@ -64,6 +66,9 @@ struct TrainConfig {
   int threads = 0;                       // OpenMP and OpenBLAS threads; 0 = all cores
   std::string device = "cpu";            // cpu | cuda: where tensors live and kernels run
   bool allow_tf32 = false;               // cuda: TF32 tensor cores for matrix products
+  // fp32 | bf16: the matrix products' operands (kernels/target.hpp Precision); parameters,
+  // gradients, optimizer state and checkpoints stay fp32 either way.
+  std::string precision = "fp32";
   std::string out;                       // output directory; empty: runs/<model>-<data>-<time>
   LogFormat log_format = LogFormat::Human;
   std::int64_t log_every = 100;          // steps between step records (0 = only epochs)
@@ -112,6 +117,7 @@ LrSchedule lr_schedule(const TrainConfig& config, std::int64_t total_steps);
 
 // The target --device names: "cpu" or "cuda"; anything else is an InputError.
 Target parse_device(std::string_view name);
+Precision parse_precision(std::string_view name);
 
 // Whether the run trains a language model on text (--data text) rather than classifying images.
 inline bool is_text(const TrainConfig& config) { return config.data == "text"; }

@@ -41,7 +41,7 @@ EvalResult run_eval(const TrainConfig& given) {
   cfg.model = saved.model();
   return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
     check_preset_suits_data<M>(cfg);
-    Context ctx = Context::for_target(target);
+    Context ctx = Context::for_target(target, nullptr, parse_precision(cfg.precision));
     M model(model_init<M>(cfg, ctx.target));
     // The data first: a preset that does not fit it is the clearer error.
     if constexpr (LanguageModel<M>) {

@@ -121,7 +121,8 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
   // The group's buffers decide where this rank computes (the NCCL group and a simulated world on
   // the GPU: cuda), and the group decides on which stream.
   const dist::RankStream stream(group, group.buffer_target());
-  Context ctx = Context::for_target(group.buffer_target(), stream.get());
+  Context ctx = Context::for_target(group.buffer_target(), stream.get(),
+                                    parse_precision(cfg.precision));
   ctx.seed = cfg.seed;
   // This rank's blocks share one block's buffers (a simulated rank is a thread of its own).
   ScratchArena scratch;
@@ -202,6 +203,10 @@ Target run_target(const TrainConfig& cfg) {
   }
   if (cfg.allow_tf32 && target != Target::Cuda) {
     throw InputError("--allow-tf32 applies to --device cuda only");
+  }
+  if (parse_precision(cfg.precision) == Precision::Bf16 && target == Target::Cuda) {
+    throw InputError("--precision bf16 runs on --device cpu only: this build has no bf16 matrix "
+                     "products on the GPU yet");
   }
   set_allow_tf32(cfg.allow_tf32);
   return target;
@@ -350,6 +355,7 @@ TrainOutcome run_train(const TrainConfig& given) {
                                    " parameters), ", run.describe(cfg)));
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
                                    "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
+                                   ", precision ", cfg.precision,
                                    ", policy ", cfg.policy, ", threads per rank ", threads,
                                    target == Target::Cpu ? ", OpenBLAS kernels " : "",
                                    target == Target::Cpu ? cpu::blas_core() : std::string()));

@@ -1,0 +1,100 @@
+#!/bin/sh
+# --precision bf16 through the binary: the mlp on Fashion-MNIST ends an epoch within 5 % of the
+# fp32 run's test loss, on other parameters; then gpt-tiny on the default corpus (fortunes):
+#  - `mpiexec -n 2 ... --policy zero3` saves the bits of `--sim-ranks 2`, and of DDP at 2 ranks;
+#  - the run is not the fp32 run (the products' operands were rounded), and its loss ends within
+#    5 % of the fp32 run's;
+#  - the saved parameters and the checkpoint's values are the fp32 masters: float32 datasets,
+#    most of whose values a bfloat16 cannot hold;
+#  - a run resumed from its step-7 checkpoint ends on the bits of the uninterrupted run;
+#  - `noeira eval` (its config.json names the precision) gives the last validation loss.
+# Usage: cli_mixed_precision.sh MPIEXEC NUMPROC_FLAG NOEIRA H5DIFF WORKDIR. Exit 77: skipped.
+set -e
+mpiexec=$1 flag=$2 noeira=$3 h5diff=$4 work=$5
+if [ ! -d /usr/share/games/fortunes ]; then
+  echo "skipped: the fortunes corpus is not installed (apt-get install fortunes)"
+  exit 77
+fi
+rm -rf "$work"
+mkdir -p "$work"
+loss_of() { grep "\"type\":\"$2\"" "$1" | tail -1 | sed "s/.*\"$3\":\\([^,}]*\\).*/\\1/"; }
+within_5_percent() {
+  awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.05 * b) }' ||
+    { echo "FAIL: $3: bf16 loss $1, fp32 $2: more than 5 % apart"; exit 1; }
+  echo "$3: bf16 loss $1, fp32 $2"
+}
+
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+  mlp="train --model mlp --epochs 1 --limit-train 6000 --limit-test 1000 --threads 1
+       --log-format json --log-every 0"
+  "$noeira" $mlp --out "$work/mlp-fp32" </dev/null >"$work/mlp-fp32.log"
+  "$noeira" $mlp --precision bf16 --out "$work/mlp-bf16" </dev/null >"$work/mlp-bf16.log"
+  if "$h5diff" -q "$work/mlp-fp32/model.h5" "$work/mlp-bf16/model.h5" >/dev/null 2>&1; then
+    echo "FAIL: the bf16 mlp saved the fp32 run's parameters"
+    exit 1
+  fi
+  within_5_percent "$(loss_of "$work/mlp-bf16.log" epoch test_loss)" \
+    "$(loss_of "$work/mlp-fp32.log" epoch test_loss)" "mlp on fashion-mnist, test loss"
+else
+  echo "no fashion-mnist (apt-get install dataset-fashion-mnist): the mlp's comparison skipped"
+fi
+
+common="train --data text --model gpt-tiny --steps 20 --eval-every 10 --eval-batches 2 --batch 6
+        --threads 1 --log-every 5 --watchdog-timeout 60 --log-format json"
+bf16="$common --precision bf16"
+"$mpiexec" "$flag" 2 "$noeira" $bf16 --policy zero3 --out "$work/mpi" </dev/null >"$work/mpi.log"
+"$noeira" $bf16 --policy zero3 --sim-ranks 2 --out "$work/sim" </dev/null >"$work/sim.log"
+"$noeira" $bf16 --policy ddp --sim-ranks 2 --out "$work/ddp" </dev/null >/dev/null
+"$noeira" $common --policy zero3 --sim-ranks 2 --out "$work/fp32" </dev/null >"$work/fp32.log"
+"$h5diff" "$work/mpi/model.h5" "$work/sim/model.h5"
+"$h5diff" "$work/ddp/model.h5" "$work/sim/model.h5"
+echo "bf16: mpi zero3, simulated zero3 and simulated ddp parameters identical"
+if "$h5diff" -q "$work/fp32/model.h5" "$work/sim/model.h5" >/dev/null 2>&1; then
+  echo "FAIL: the bf16 run saved the fp32 run's parameters"
+  exit 1
+fi
+within_5_percent "$(loss_of "$work/sim.log" eval val_loss)" \
+  "$(loss_of "$work/fp32.log" eval val_loss)" "gpt-tiny, validation loss"
+
+"$noeira" $bf16 --policy zero3 --sim-ranks 2 --checkpoint-dir "$work/ckpt" --checkpoint-every 7 \
+  --keep-last 0 --out "$work/ckpt-run" </dev/null >/dev/null
+"$noeira" $bf16 --policy zero3 --sim-ranks 2 --resume "$work/ckpt/step-00000007" \
+  --out "$work/resumed" </dev/null >/dev/null
+"$h5diff" "$work/sim/model.h5" "$work/resumed/model.h5"
+echo "bf16 resume identical"
+/usr/bin/python3 - "$work/sim/model.h5" "$work/ckpt/step-00000007" <<'PY'
+import glob, os, sys
+try:
+    import h5py
+    import numpy as np
+except ImportError as e:
+    print("no h5py or numpy (%s): the masters' check skipped" % e)
+    sys.exit(0)
+files = [sys.argv[1]] + sorted(glob.glob(os.path.join(sys.argv[2], "*.h5")))
+for path in files:
+    values = []
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset) and obj.dtype.kind == "f" and obj.size > 1:
+            if obj.dtype != np.float32:
+                sys.exit("FAIL: %s: %s is %s, not float32" % (path, name, obj.dtype))
+            if "/m/" not in "/" + name + "/" and "/v/" not in "/" + name + "/":
+                values.append(np.asarray(obj, dtype=np.float32).ravel())
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+    if not values:
+        sys.exit("FAIL: %s holds no float32 values" % path)
+    v = np.concatenate(values)
+    held = np.mean((v.view(np.uint32) & 0xFFFF) == 0)
+    if held > 0.5:
+        sys.exit("FAIL: %s: %.0f %% of its values are bfloat16s, not fp32 masters" % (path, 100 * held))
+    print("%s: float32, %.1f %% of %d values bfloat16-exact" % (os.path.basename(path), 100 * held, v.size))
+PY
+
+last=$(loss_of "$work/sim.log" eval val_loss)
+got=$("$noeira" eval --config "$work/sim/config.json" --params "$work/sim/model.h5" \
+  --log-format json </dev/null | sed 's/.*"val_loss":\([^,}]*\).*/\1/')
+# 2 ranks evaluated half of the windows each, eval all on one: the products of bf16 operands
+# may sum in another order for another number of rows, which moves the mean by far less than 1e-5.
+awk -v a="$got" -v b="$last" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-5 * b) }' ||
+  { echo "FAIL: eval gives $got, the last record $last"; exit 1; }
+echo "eval reproduces the last validation loss $last (eval: $got)"
