@@ -1,7 +1,8 @@
 // One training step's forward and vjp of the gpt-tiny preset, written for PyTorch to recompute
 // (tests/gpt_torch_check.py, the model in tests/torch_gpt.py; ctest: tests/gpt_torch.cmake), the
 // way llm.c checks itself against nanoGPT: the same weights, the same batch, then the loss, the
-// logits and every parameter gradient compared in float64.
+// logits and every parameter gradient compared in float64. Once with fp32 products, once with
+// bf16 ones (--precision bf16), which the check rounds alike.
 //
 // Into the directory $NOEIRA_GPT_TORCH_DIR:
 //   model.h5   the weights, written as `noeira train` writes a run's model (io/params_file.hpp),
@@ -88,14 +89,14 @@ StepResult step(Model& model, Context& ctx, CrossEntropyLoss& loss, const Batch&
   return r;
 }
 
-void write_case(const std::filesystem::path& dir) {
+void write_case(const std::filesystem::path& dir, Precision precision) {
   constexpr std::int64_t kBatch = 3, kSeq = 15;  // T odd and short of the block (16)
   static_assert(kSeq < Model::block);
   Model model(Init(Target::Cpu, InitSpec{InitKind::Normal, 0.0f, 0.02f, 5}));
   // Weights far from the initializer's (LayerNorm scales and every bias too), so that every
   // term of every gradient is visible.
   testing::randomize_weights(model, 91, 0.4f);
-  Context ctx = Context::for_target(Target::Cpu);
+  Context ctx = Context::for_target(Target::Cpu, nullptr, precision);
   CrossEntropyLoss loss;
 
   step(model, ctx, loss, split(windows(2, 7, 3), 2, 7), 2, 7);  // another shape first
@@ -122,12 +123,21 @@ void write_case(const std::filesystem::path& dir) {
                  {"seq", kSeq},
                  {"ids", b.ids},
                  {"targets", b.targets},
-                 {"loss", r.loss}});
+                 {"loss", r.loss},
+                 {"precision", to_string(precision)}});
   file.write((dir / "cases.bin").string());
 }
 
 TEST(GptTorch, WritesTheCase) {
-  testing::write_case_dir("NOEIRA_GPT_TORCH_DIR", "noeira_gpt_torch", write_case);
+  testing::write_case_dir("NOEIRA_GPT_TORCH_DIR", "noeira_gpt_torch",
+                          [](const std::filesystem::path& dir) { write_case(dir, Precision::Fp32); });
+}
+
+// The same step with the products' operands in bf16 (--precision bf16): the check rounds the
+// operands of every product of its reference the same way.
+TEST(GptTorch, WritesTheBf16Case) {
+  testing::write_case_dir("NOEIRA_GPT_TORCH_BF16_DIR", "noeira_gpt_torch_bf16",
+                          [](const std::filesystem::path& dir) { write_case(dir, Precision::Bf16); });
 }
 
 }  // namespace

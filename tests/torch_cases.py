@@ -36,11 +36,12 @@ def take_perturb(args):
     return name
 
 
-def perturb(tensors, name, who):
-    """Moves element 0 of tensors[name] by 1e-4 relative (at least 1e-4): a check must name it."""
+def perturb(tensors, name, who, amount=1e-4):
+    """Moves element 0 of tensors[name] by `amount` relative (at least `amount`): a check must
+    name it."""
     if name not in tensors:
         sys.exit("%s: no tensor %s to perturb (have: %s)" % (who, name, ", ".join(sorted(tensors))))
-    tensors[name].flat[0] += 1e-4 * (1.0 + abs(float(tensors[name].flat[0])))
+    tensors[name].flat[0] += amount * (1.0 + abs(float(tensors[name].flat[0])))
 
 
 def compare(label, got, ref, failures, rtol, atol, floor_at_least=1.0):
@@ -78,7 +79,8 @@ def index_of(flat, shape):
 
 def load_model_case(argv, who, usage):
     """A whole model's check: argv is [DIR] [--perturb TENSOR]. Returns (DIR, the one case, its
-    tensors with "loss" among them, perturbed as asked)."""
+    tensors with "loss" among them, perturbed as asked: by 1e-4, or by 5e-2 in a case of bf16
+    products, whose tolerance is wider)."""
     args = list(argv)
     name = take_perturb(args)
     if len(args) != 1:
@@ -88,7 +90,8 @@ def load_model_case(argv, who, usage):
         sys.exit("%s: expected one case, the file holds %d" % (who, len(cases)))
     tensors["loss"] = np.array(cases[0]["loss"], dtype=np.float64)
     if name is not None:
-        perturb(tensors, name, who)
+        bf16 = cases[0].get("precision", "fp32") == "bf16"
+        perturb(tensors, name, who, 5e-2 if bf16 else 1e-4)
     return args[0], cases[0], tensors
 
 

@@ -4,7 +4,8 @@
 # $`env`; then tests/<name>_check.py recomputes them in float64 and fails on any mismatch. The
 # fixture runs the writer first. Without torch (or h5py) the check skips (77), never passes. A
 # third test shows the check can fail: one element of the tensor `perturb` moved by 1e-4
-# relative must be named, with the message `caught`.
+# relative must be named, with the message `caught`. A seventh argument names the check script
+# when it is not <name>_check.py (two cases of one script).
 find_program(NOEIRA_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(NOEIRA_PYTHON3 python3)
 
@@ -19,7 +20,11 @@ function(noeira_torch_check name writer env path perturb caught)
   if(NOT NOEIRA_PYTHON3)
     return()
   endif()
-  set(check ${CMAKE_CURRENT_LIST_DIR}/${name}_check.py)
+  set(script ${name})
+  if(ARGC GREATER 6)
+    set(script ${ARGV6})
+  endif()
+  set(check ${CMAKE_CURRENT_LIST_DIR}/${script}_check.py)
   add_test(NAME ${name}_check COMMAND ${NOEIRA_PYTHON3} ${check} ${path})
   set_tests_properties(${name}_check PROPERTIES
                        FIXTURES_REQUIRED ${name} SKIP_RETURN_CODE 77 TIMEOUT 120)
