@@ -1,6 +1,9 @@
 // OpenBLAS sgemm throughput at the shapes one training step of the `mlp` preset runs (batch 100,
 // 784-256-128-10), and at 1024^3 for the machine's peak. benchmarks/compare_pytorch.sh turns these
-// rates into the GEMM-bound limit of an epoch.
+// rates into the GEMM-bound limit of an epoch. At 1024^3 also the two ways to bf16 products
+// (--precision bf16, benchmarks/mixed_precision.sh): noeira's (kernels/cpu/gemm.hpp: operands
+// converted to bf16, oneDNN's bf16 matmul), and rounding the operands to bfloat16 values held in
+// fp32 around OpenBLAS's sgemm, which Debian's OpenBLAS (no sbgemm) would leave.
 //
 // Each benchmark reports GFLOP/s (2·M·N·K per call) in the "gflops" counter; run with
 // --benchmark_format=json for the script. Threads: OPENBLAS_NUM_THREADS / --threads as usual
@@ -13,7 +16,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "kernels/bf16_math.hpp"
 #include "kernels/cpu/blas_core.hpp"
+#include "kernels/cpu/gemm.hpp"
 
 namespace {
 
@@ -99,6 +104,33 @@ void BM_Sgemm1024(benchmark::State& state) {
   set_counters(state, 2.0 * 1024 * 1024 * 1024);
 }
 BENCHMARK(BM_Sgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Bf16Gemm1024(benchmark::State& state) {
+  const Shape s{CblasNoTrans, CblasNoTrans, 1024, 1024, 1024};
+  Operands o(s);
+  for (auto _ : state) {
+    noeira::cpu::gemm(noeira::Precision::Bf16, false, false, s.m, s.n, s.k, 1.0f, o.a.data(),
+                      s.k, o.b.data(), s.n, 0.0f, o.c.data(), s.n);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, 2.0 * 1024 * 1024 * 1024);
+}
+BENCHMARK(BM_Bf16Gemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_RoundedSgemm1024(benchmark::State& state) {
+  const Shape s{CblasNoTrans, CblasNoTrans, 1024, 1024, 1024};
+  Operands o(s);
+  std::vector<float> a(o.a.size()), b(o.b.size());
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = noeira::round_to_bf16(o.a[i]);
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = noeira::round_to_bf16(o.b[i]);
+    cblas_sgemm(CblasRowMajor, s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), s.k, b.data(), s.n,
+                0.0f, o.c.data(), s.n);
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, 2.0 * 1024 * 1024 * 1024);
+}
+BENCHMARK(BM_RoundedSgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

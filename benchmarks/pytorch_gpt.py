@@ -18,7 +18,8 @@ with warmup (min(100, steps / 10) steps) and cosine decay to 1e-4 at the last st
 optim/schedule.cpp, gradients clipped to global norm 1.0.
 
   pytorch_gpt.py train --model gpt-char --steps 60 --time-from 10 ...   time (and train) a run
-  (--checkpoint-activations: every block recomputed in backward, as noeira's flag of that name)
+  (--checkpoint-activations: every block recomputed in backward, as noeira's flag of that name;
+   --bf16: the forward under CPU autocast to bfloat16, as noeira's --precision bf16)
   pytorch_gpt.py evaluate --params RUN/model.h5 ...                      a noeira model's loss
 
 `train` times every step (batch draw, forward, backward, clip, update: what a noeira step
@@ -202,8 +203,10 @@ def train(args):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, args.steps, warmup, args.lr, args.min_lr)
         x, y = get_batch(train_ids, args.batch, block, gen)
-        logits = model(x)
-        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
+        # --bf16: autocast's bf16 products with fp32 parameters, noeira's --precision bf16.
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits = model(x)
+        loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.grad_clip)
@@ -221,7 +224,7 @@ def train(args):
     record = {"framework": "pytorch", "torch": torch.__version__,
               "threads": torch.get_num_threads(), "model": args.model, "params": params,
               "batch": args.batch, "block": block, "steps": args.steps,
-              "time_from": args.time_from, "step_times": step_times[args.time_from:],
+              "time_from": args.time_from, "bf16": args.bf16, "step_times": step_times[args.time_from:],
               "train_tokens": len(train_ids), "validation_tokens": len(val_ids),
               "vocabulary": vocab_used, "evals": evals}
     if args.full_val:
@@ -264,6 +267,9 @@ def main():
     t.add_argument("--log-every", type=int, default=0)
     t.add_argument("--checkpoint-activations", action="store_true",
                    help="recompute every block's forward in backward (torch.utils.checkpoint)")
+    t.add_argument("--bf16", action="store_true",
+                   help="the forward under torch.autocast(cpu, bfloat16): bf16 matrix products, "
+                        "fp32 parameters (noeira's --precision bf16)")
     e = sub.add_parser("evaluate")
     e.add_argument("--params", required=True, help="a noeira model.h5")
     for q in (t, e):
