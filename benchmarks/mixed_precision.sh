@@ -38,7 +38,7 @@ export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
 echo "== $(uptime); $(nproc) cores"
 echo "== matrix products ($threads threads)"
-"$bench" --benchmark_filter='BM_Sgemm1024|BM_Bf16Gemm1024' --benchmark_format=json \
+"$bench" --benchmark_filter='BM_Sgemm1024|BM_Bf16Gemm1024|BM_RoundedSgemm1024' --benchmark_format=json \
   --benchmark_min_time=0.5 --benchmark_repetitions=3 > "$work/sgemm.json"
 for precision in fp32 bf16; do
   echo "== noeira train --model $model --precision $precision ($warmup + $steps steps, batch $batch)"

@@ -355,7 +355,7 @@ TrainOutcome run_train(const TrainConfig& given) {
                                    " parameters), ", run.describe(cfg)));
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
                                    "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
-                                   ", precision ", cfg.precision,
+                                   cfg.precision == "bf16" ? " (bf16 products)" : "",
                                    ", policy ", cfg.policy, ", threads per rank ", threads,
                                    target == Target::Cpu ? ", OpenBLAS kernels " : "",
                                    target == Target::Cpu ? cpu::blas_core() : std::string()));
