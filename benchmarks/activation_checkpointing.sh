@@ -26,15 +26,7 @@ threads=${THREADS:-2}
 data=${DATA:-/usr/share/games/fortunes}
 python=/usr/bin/python3
 
-noeira=$build/noeira
-bench=$build/benchmarks/bench_sgemm
-for f in "$noeira" "$bench" /usr/bin/time; do
-  [[ -x $f ]] || { echo "activation_checkpointing: $f not found (cmake --build $build)" >&2; exit 1; }
-done
-if [[ -d $data ]]; then data_flag=(--data-dir "$data"); else data_flag=(--text-file "$data"); fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-total=$((warmup + steps))
+source "$here/text_bench_setup.sh" activation_checkpointing /usr/bin/time
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
 echo "== $(uptime); $(nproc) cores"
@@ -55,9 +47,11 @@ for mode in plain checkpointed; do
     --time-from "$warmup" --threads "$threads" > "$work/torch-$mode.out"
 done
 
-"$python" - "$work" "$warmup" "$threads" <<'PY'
+"$python" - "$work" "$warmup" "$threads" "$here" <<'PY'
 import json, re, statistics, sys
 work, warmup, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, sys.argv[4])
+from noeira_runs import step_times
 sgemm = max(b["gflops"] for b in json.load(open(f"{work}/sgemm.json"))["benchmarks"]
             if b["name"] == "BM_Sgemm1024/real_time" and b.get("run_type") == "iteration")
 print(f"\nsgemm 1024^3 at {threads} threads: {sgemm:.1f} GFLOP/s (best of 3)")
@@ -66,11 +60,7 @@ def rss_mib(run):
     return int(open(f"{work}/{run}.rss").read().split()[-1]) / 1024
 
 def noeira(mode):
-    records = [json.loads(l) for l in open(f"{work}/noeira-{mode}/metrics.jsonl")]
-    elapsed = {x["step"]: x["elapsed_s"] for x in records if x["type"] == "step"}
-    elapsed.setdefault(0, 0.0)
-    times = [elapsed[s] - elapsed[s - 1] for s in range(warmup + 1, max(elapsed) + 1)]
-    losses = [x["loss"] for x in records if x["type"] == "step"]
+    times, losses = step_times(f"{work}/noeira-{mode}", warmup)
     m = re.search(r"activations ([0-9.]+) MiB", open(f"{work}/noeira-{mode}.out").read())
     return times, losses, float(m.group(1)) if m else float("nan")
 

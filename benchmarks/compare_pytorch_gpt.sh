@@ -51,15 +51,7 @@ full_steps=${FULL_STEPS:-2000}
 repeat=${REPEAT:-1}
 python=/usr/bin/python3
 
-noeira=$build/noeira
-bench=$build/benchmarks/bench_sgemm
-for f in "$noeira" "$bench"; do
-  [[ -x $f ]] || { echo "compare_pytorch_gpt: $f not built (cmake --build $build)" >&2; exit 1; }
-done
-if [[ -d $data ]]; then data_flag=(--data-dir "$data"); else data_flag=(--text-file "$data"); fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-total=$((warmup + steps))
+source "$here/text_bench_setup.sh" compare_pytorch_gpt
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
 # Others' work on the cores ruins the figures (OpenMP's waiting threads suffer most): say it.

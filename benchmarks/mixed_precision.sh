@@ -25,15 +25,7 @@ threads=${THREADS:-2}
 data=${DATA:-/usr/share/games/fortunes}
 python=/usr/bin/python3
 
-noeira=$build/noeira
-bench=$build/benchmarks/bench_sgemm
-for f in "$noeira" "$bench"; do
-  [[ -x $f ]] || { echo "mixed_precision: $f not found (cmake --build $build)" >&2; exit 1; }
-done
-if [[ -d $data ]]; then data_flag=(--data-dir "$data"); else data_flag=(--text-file "$data"); fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-total=$((warmup + steps))
+source "$here/text_bench_setup.sh" mixed_precision
 export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
 echo "== $(uptime); $(nproc) cores"
@@ -53,9 +45,11 @@ for precision in fp32 bf16; do
     > "$work/torch-$precision.out"
 done
 
-"$python" - "$work" "$warmup" "$threads" <<'PY'
+"$python" - "$work" "$warmup" "$threads" "$here" <<'PY'
 import json, re, statistics, sys
 work, warmup, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, sys.argv[4])
+from noeira_runs import step_times
 rates = {}
 for b in json.load(open(f"{work}/sgemm.json"))["benchmarks"]:
     if b.get("run_type") == "iteration":
@@ -66,11 +60,7 @@ for name, rate in sorted(rates.items()):
     print(f"  {name:34s} {rate:8.1f}")
 
 def noeira(precision):
-    records = [json.loads(l) for l in open(f"{work}/noeira-{precision}/metrics.jsonl")]
-    elapsed = {x["step"]: x["elapsed_s"] for x in records if x["type"] == "step"}
-    elapsed.setdefault(0, 0.0)
-    times = [elapsed[s] - elapsed[s - 1] for s in range(warmup + 1, max(elapsed) + 1)]
-    losses = [x["loss"] for x in records if x["type"] == "step"]
+    times, losses = step_times(f"{work}/noeira-{precision}", warmup)
     return times, losses[-1]
 
 def torch(precision):

@@ -31,21 +31,13 @@ data=${DATA:-/usr/share/games/fortunes}
 repeat=${REPEAT:-1}
 python=/usr/bin/python3
 
-noeira=$build/noeira
-bench=$build/benchmarks/bench_sgemm
-for f in "$noeira" "$bench"; do
-  [[ -x $f ]] || { echo "zero3_prefetch: $f not built (cmake --build $build)" >&2; exit 1; }
-done
+source "$here/text_bench_setup.sh" zero3_prefetch
 command -v mpirun > /dev/null || { echo "zero3_prefetch: mpirun not found" >&2; exit 1; }
 if [[ $EUID -eq 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 command -v ssh > /dev/null || export OMPI_MCA_plm=isolated
 export OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-if [[ -d $data ]]; then data_flag=(--data-dir "$data"); else data_flag=(--text-file "$data"); fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-total=$((warmup + steps))
 
 echo "== $(uptime); $(nproc) cores; MPIRUN_ARGS='${MPIRUN_ARGS:-}'"
 echo "== sgemm rate (OpenBLAS, 1 thread)"
