@@ -30,10 +30,11 @@ export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 
 echo "== $(uptime); $(nproc) cores"
 echo "== matrix products ($threads threads)"
-"$bench" --benchmark_filter='BM_Sgemm1024|BM_Bf16Gemm1024|BM_RoundedSgemm1024' --benchmark_format=json \
-  --benchmark_min_time=0.5 --benchmark_repetitions=3 > "$work/sgemm.json"
+"$bench" --benchmark_filter='BM_Sgemm1024|BM_Bf16Gemm1024|BM_RoundedSgemm1024' \
+  --benchmark_format=json --benchmark_min_time=0.5 --benchmark_repetitions=3 > "$work/sgemm.json"
 for precision in fp32 bf16; do
-  echo "== noeira train --model $model --precision $precision ($warmup + $steps steps, batch $batch)"
+  echo "== noeira train --model $model --precision $precision" \
+    "($warmup + $steps steps, batch $batch)"
   "$noeira" train --data text "${data_flag[@]}" --model "$model" --precision "$precision" \
     --batch "$batch" --steps "$total" --eval-every "$total" --eval-batches 1 --log-every 1 \
     --threads "$threads" --out "$work/noeira-$precision" > "$work/noeira-$precision.out"
@@ -77,7 +78,8 @@ for name, runs in (("noeira", ours), ("pytorch", theirs)):
         print(f"{name + ' ' + p:22s} {1e3 * statistics.mean(t):12.1f} "
               f"{1e3 * statistics.median(t):8.1f} {loss:10.4f}")
 for name, runs in (("noeira", ours), ("pytorch", theirs)):
-    print(f"{name}: fp32 / bf16 step time {statistics.mean(runs['fp32'][0]) / statistics.mean(runs['bf16'][0]):.3f}x")
+    gain = statistics.mean(runs['fp32'][0]) / statistics.mean(runs['bf16'][0])
+    print(f"{name}: fp32 / bf16 step time {gain:.3f}x")
 for p in ("fp32", "bf16"):
     print(f"{p} steps, pytorch / noeira time: "
           f"{statistics.mean(theirs[p][0]) / statistics.mean(ours[p][0]):.2f}x")

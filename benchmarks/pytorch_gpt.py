@@ -224,7 +224,8 @@ def train(args):
     record = {"framework": "pytorch", "torch": torch.__version__,
               "threads": torch.get_num_threads(), "model": args.model, "params": params,
               "batch": args.batch, "block": block, "steps": args.steps,
-              "time_from": args.time_from, "bf16": args.bf16, "step_times": step_times[args.time_from:],
+              "time_from": args.time_from, "bf16": args.bf16,
+              "step_times": step_times[args.time_from:],
               "train_tokens": len(train_ids), "validation_tokens": len(val_ids),
               "vocabulary": vocab_used, "evals": evals}
     if args.full_val:

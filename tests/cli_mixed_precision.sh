@@ -86,8 +86,10 @@ for path in files:
     v = np.concatenate(values)
     held = np.mean((v.view(np.uint32) & 0xFFFF) == 0)
     if held > 0.5:
-        sys.exit("FAIL: %s: %.0f %% of its values are bfloat16s, not fp32 masters" % (path, 100 * held))
-    print("%s: float32, %.1f %% of %d values bfloat16-exact" % (os.path.basename(path), 100 * held, v.size))
+        sys.exit("FAIL: %s: %.0f %% of its values are bfloat16s, not fp32 masters"
+                 % (path, 100 * held))
+    print("%s: float32, %.1f %% of %d values bfloat16-exact"
+          % (os.path.basename(path), 100 * held, v.size))
 PY
 
 last=$(loss_of "$work/sim.log" eval val_loss)
