@@ -33,6 +33,11 @@ const dnnl::engine& cpu_engine() {
   return engine;
 }
 
+// Primitives a thread keeps. A run has a few shapes (its batch, a short last batch, evaluation);
+// a caller with ever new shapes starts the map again past this many, rather than grow it without
+// end (oneDNN's own primitive cache makes a rebuilt shape cheap).
+constexpr std::size_t kKeptProducts = 256;
+
 // One thread's state: the conversion buffers grow to the largest operand it has seen.
 struct ThreadGemm {
   dnnl::stream stream{cpu_engine()};
@@ -94,7 +99,10 @@ void bf16_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::
   pack_bf16(t.b16, b, trans_b ? n : k, trans_b ? k : n, ldb);
   const ProductShape shape{trans_a, trans_b, m, n, k, ldc, alpha, beta};
   auto found = t.products.find(shape);
-  if (found == t.products.end()) found = t.products.emplace(shape, make_product(shape)).first;
+  if (found == t.products.end()) {
+    if (t.products.size() >= kKeptProducts) t.products.clear();
+    found = t.products.emplace(shape, make_product(shape)).first;
+  }
   const Bf16Product& p = found->second;
   if (t.scratchpad.size() < p.scratchpad.get_size()) t.scratchpad.resize(p.scratchpad.get_size());
   const dnnl::engine& engine = cpu_engine();
@@ -123,8 +131,8 @@ void gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::
   try {
     bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } catch (const dnnl::error& e) {
-    throw Error(::noeira::detail::concat("bf16 matrix product ", m, "x", n, "x", k, " (oneDNN): ",
-                               e.what()));
+    throw Error(::noeira::detail::concat("bf16 matrix product ", m, "x", n, "x", k,
+                                         " (oneDNN): ", e.what()));
   }
 }
 
