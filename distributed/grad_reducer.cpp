@@ -6,12 +6,6 @@
 
 namespace noeira::dist {
 
-namespace {
-std::span<float> floats(float* data, std::int64_t n) {
-  return std::span<float>(data, static_cast<std::size_t>(n));
-}
-}  // namespace
-
 GradReducer::GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bucket_elements)
     : store_(store), group_(group), launched_(store.unit_count(), false) {
   NOEIRA_CHECK(bucket_elements > 0, "gradient reducer: bucket size must be > 0");
@@ -70,11 +64,8 @@ GradMode GradReducer::begin_micro_batch(int index, int count) {
 }
 
 std::int64_t GradReducer::scratch_bytes() const {
-  auto bytes_of = [](const Tensor& t) -> std::int64_t {
-    return t.defined() ? t.numel() * static_cast<std::int64_t>(sizeof(float)) : 0;
-  };
-  std::int64_t bytes = bytes_of(scratch_);
-  for (const Tensor& t : pinned_sums_) bytes += bytes_of(t);
+  std::int64_t bytes = scratch_.byte_size();
+  for (const Tensor& t : pinned_sums_) bytes += t.byte_size();
   return bytes;
 }
 
@@ -98,7 +89,7 @@ void GradReducer::launch_ready_buckets(std::size_t finished_unit) {
   for (Bucket& b : buckets_) {
     if (b.launched || b.final_after < finished_unit) continue;
     b.launched = true;
-    pending_.push_back({group_.allreduce(floats(grads + b.flat.begin, b.flat.size())), {}});
+    pending_.push_back({group_.allreduce(flat_span(grads + b.flat.begin, b.flat.size())), {}});
   }
 }
 
@@ -113,8 +104,8 @@ void GradReducer::launch_unit(std::size_t unit) {
   }
   // Whole gradients (ZeRO-1, a pinned unit): in place, the sum of this rank's slice lands where
   // the slice already is; sliced gradients: from the transient buffer into the rank's slice.
-  pending_.push_back({group_.reduce_scatter(floats(store_.unit_grads(unit), u.padded_size),
-                                            floats(store_.owned_grads(unit), u.shard_size)),
+  pending_.push_back({group_.reduce_scatter(flat_span(store_.unit_grads(unit), u.padded_size),
+                                            flat_span(store_.owned_grads(unit), u.shard_size)),
                       {}});
 }
 
@@ -126,8 +117,8 @@ void GradReducer::launch_accumulating(std::size_t unit) {
   const std::int64_t n = u.shard_size;
   if (store_.pinned(unit) && micro_index_ == 0) {
     // The first sum of a pinned unit goes straight to its running sum.
-    pending_.push_back({group_.reduce_scatter(floats(store_.unit_grads(unit), u.padded_size),
-                                              floats(pinned_sums_[unit].data(), n)),
+    pending_.push_back({group_.reduce_scatter(flat_span(store_.unit_grads(unit), u.padded_size),
+                                              flat_span(pinned_sums_[unit].data(), n)),
                         {}});
     return;
   }
@@ -146,8 +137,8 @@ void GradReducer::launch_accumulating(std::size_t unit) {
     const float* sum = pinned_sums_[unit].data();
     then = [&k, stream, owned, sum, reduced, n] { k.add(stream, owned, sum, reduced, n); };
   }
-  pending_.push_back({group_.reduce_scatter(floats(store_.unit_grads(unit), u.padded_size),
-                                            floats(reduced, n)),
+  pending_.push_back({group_.reduce_scatter(flat_span(store_.unit_grads(unit), u.padded_size),
+                                            flat_span(reduced, n)),
                       std::move(then)});
 }
 

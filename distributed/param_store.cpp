@@ -11,8 +11,6 @@ namespace {
 
 constexpr std::int64_t kFloat = sizeof(float);
 
-std::int64_t bytes_of(const Tensor& t) { return t.defined() ? t.numel() * kFloat : 0; }
-
 void copy_floats(const KernelTable& k, Stream s, float* dst, const float* src, std::int64_t n) {
   k.copy(s, dst, src, static_cast<std::size_t>(n * kFloat));
 }
@@ -123,12 +121,6 @@ bool ParamStore::whole_grads(std::size_t unit) const {
   return residency_.grads == Extent::Full || pinned_[unit];
 }
 
-float* ParamStore::whole_of(Extent extent, Tensor& buffer, Tensor& pinned, Tensor& transient,
-                            std::size_t unit) {
-  if (extent == Extent::Full) return buffer.data() + layout_.full_offset[unit];
-  return pinned_[unit] ? pinned.data() : transient.data();
-}
-
 float* ParamStore::owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit) {
   if (!buffer.defined()) return nullptr;
   if (extent == Extent::Full) return buffer.data() + layout_.full_offset[unit] + owned(unit).begin;
@@ -165,7 +157,8 @@ float* ParamStore::owned_values(std::size_t unit) {
 }
 
 float* ParamStore::unit_grads(std::size_t unit) {
-  return whole_of(residency_.grads, grads_, pinned_grads_[unit], grads_unit_, unit);
+  if (residency_.grads == Extent::Full) return grads_.data() + layout_.full_offset[unit];
+  return pinned_[unit] ? pinned_grads_[unit].data() : grads_unit_.data();
 }
 
 float* ParamStore::owned_grads(std::size_t unit) {
@@ -303,22 +296,22 @@ std::int64_t ParamStore::pinned_elements() const {
 }
 
 std::int64_t ParamStore::value_bytes() const {
-  std::int64_t n = bytes_of(values_);
-  for (const Tensor& t : gathered_) n += bytes_of(t);
-  for (const Tensor& t : pinned_values_) n += bytes_of(t);
+  std::int64_t n = values_.byte_size();
+  for (const Tensor& t : gathered_) n += t.byte_size();
+  for (const Tensor& t : pinned_values_) n += t.byte_size();
   return n;
 }
 
 std::int64_t ParamStore::grad_bytes() const {
-  std::int64_t n = bytes_of(grads_);
-  for (const Tensor& t : pinned_grads_) n += bytes_of(t);
+  std::int64_t n = grads_.byte_size();
+  for (const Tensor& t : pinned_grads_) n += t.byte_size();
   return n;
 }
 
-std::int64_t ParamStore::state_bytes() const { return bytes_of(m_) + bytes_of(v_); }
+std::int64_t ParamStore::state_bytes() const { return m_.byte_size() + v_.byte_size(); }
 
 std::int64_t ParamStore::transient_bytes() const {
-  return bytes_of(grads_unit_) + bytes_of(initial_);
+  return grads_unit_.byte_size() + initial_.byte_size();
 }
 
 }  // namespace noeira::dist

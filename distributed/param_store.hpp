@@ -154,11 +154,7 @@ class ParamStore {
   std::int64_t pinned_elements() const;
 
  private:
-  // Unit u's whole padded range (Full: in `buffer`; Slice: the unit's pinned copy, or the one
-  // transient buffer) and its owned range (null for an unallocated buffer), for a buffer of the
-  // given extent.
-  float* whole_of(Extent extent, Tensor& buffer, Tensor& pinned, Tensor& transient,
-                  std::size_t unit);
+  // Unit u's owned range in a buffer of the given extent (null for an unallocated buffer).
   float* owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit);
   // The tensor unit u's whole values lie in (unit_values points into it).
   Tensor& values_buffer(std::size_t unit);

@@ -12,10 +12,6 @@ namespace noeira::dist {
 
 namespace {
 
-std::span<float> floats(float* data, std::int64_t n) {
-  return std::span<float>(data, static_cast<std::size_t>(n));
-}
-
 // The checks that must pass before a store adopts anything: a failed one leaves the model as it
 // was.
 const WalkUnits& checked_walk(Policy policy, const WalkUnits& walk, ProcessGroup& group,
@@ -59,12 +55,12 @@ void ShardingPolicy::check_unit(std::size_t unit, const char* hook) const {
 void ShardingPolicy::broadcast_initial_parameters() {
   const std::int64_t full = store_.layout().full_size;
   if (!sliced_values()) {
-    group_.broadcast(floats(store_.unit_values(0), full), 0).wait();
+    group_.broadcast(flat_span(store_.unit_values(0), full), 0).wait();
     return;
   }
   float* initial = store_.initial_values();
   NOEIRA_CHECK(initial != nullptr, "zero3: broadcast_initial_parameters after the first step");
-  group_.broadcast(floats(initial, full), 0).wait();
+  group_.broadcast(flat_span(initial, full), 0).wait();
   store_.take_initial_slices();
 }
 
@@ -127,8 +123,8 @@ void ShardingPolicy::step(Optimizer& optimizer, float lr) {
     for (std::size_t u = 0; u < store_.unit_count(); ++u) {
       const FlatLayout& l = store_.layout().units[u];
       if (l.padded_size == 0 || !store_.whole_values(u)) continue;
-      gathers.push_back(group_.all_gather(floats(store_.owned_values(u), l.shard_size),
-                                          floats(store_.unit_values(u), l.padded_size)));
+      gathers.push_back(group_.all_gather(flat_span(store_.owned_values(u), l.shard_size),
+                                          flat_span(store_.unit_values(u), l.padded_size)));
     }
     for (Work& w : gathers) w.wait();
   }

@@ -23,6 +23,15 @@ struct Range {
   friend bool operator==(const Range&, const Range&) = default;
 };
 
+// n elements of a flat buffer from `data`: how the policies hand parts of the store's buffers to
+// the collectives.
+inline std::span<float> flat_span(float* data, std::int64_t n) {
+  return {data, static_cast<std::size_t>(n)};
+}
+inline std::span<const float> flat_span(const float* data, std::int64_t n) {
+  return {data, static_cast<std::size_t>(n)};
+}
+
 // The overlap of two ranges (empty, with begin == end, when they do not meet).
 Range intersect(Range a, Range b);
 

@@ -1,7 +1,6 @@
 #include "distributed/unit_gatherer.hpp"
 
 #include <chrono>
-#include <span>
 
 namespace noeira::dist {
 
@@ -23,9 +22,8 @@ void UnitGatherer::settle() {
 void UnitGatherer::start(std::size_t unit, std::size_t buffer) {
   const FlatLayout& u = store_.layout().units[unit];
   store_.set_held(buffer, ParamStore::kNone);  // being overwritten
-  in_flight_.emplace(group_.all_gather(
-      std::span<const float>(store_.owned_values(unit), static_cast<std::size_t>(u.shard_size)),
-      std::span<float>(store_.gather_buffer(buffer), static_cast<std::size_t>(u.padded_size))));
+  in_flight_.emplace(group_.all_gather(flat_span(store_.owned_values(unit), u.shard_size),
+                                       flat_span(store_.gather_buffer(buffer), u.padded_size)));
   in_flight_unit_ = unit;
   in_flight_buffer_ = buffer;
 }

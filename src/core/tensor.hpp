@@ -87,6 +87,10 @@ class Tensor {
   Target target() const { return target_; }
   // Elements per row: numel / dim(0).
   std::int64_t row_size() const;
+  // Bytes of the elements it holds (numel times the dtype's size); 0 when undefined.
+  std::int64_t byte_size() const {
+    return defined() ? numel() * static_cast<std::int64_t>(dtype_size(dtype_)) : 0;
+  }
 
   // Live storage of the target. Checks the dtype.
   float* data();
