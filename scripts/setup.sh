@@ -3,11 +3,13 @@
 # Idempotent; run as root on Debian 12.
 set -euo pipefail
 
+# ocl-icd-opencl-dev: oneDNN's CMake package finds OpenCL (its GPU runtime) or fails; libdnnl-dev
+# only recommends it, and recommends are not installed here.
 packages=(
   build-essential cmake ninja-build pkg-config git
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev hdf5-tools
-  libopenblas-openmp-dev libdnnl-dev
+  libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev
   zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
