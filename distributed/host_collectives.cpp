@@ -12,7 +12,7 @@ void allreduce_host(ProcessGroup& group, Buffer values) {
   }
   const KernelTable& k = kernels_for(group.buffer_target());
   Buffer staged = values;
-  staged.data = group.staging(values.bytes());
+  staged.data = group.staging(values.bytes(), k);
   k.upload(nullptr, staged.data, values.data, values.bytes());
   group.allreduce(staged).wait();
   k.download(nullptr, values.data, staged.data, values.bytes());
@@ -30,7 +30,7 @@ void all_gather_host(ProcessGroup& group, ConstBuffer in, Buffer out) {
   const KernelTable& k = kernels_for(group.buffer_target());
   // One staging buffer: this rank's input goes where its segment of the output lands (in place).
   Buffer staged = out;
-  staged.data = group.staging(out.bytes());
+  staged.data = group.staging(out.bytes(), k);
   Buffer mine = staged.sub(static_cast<std::size_t>(group.rank()) * in.count, in.count);
   k.upload(nullptr, mine.data, in.data, in.bytes());
   group.all_gather(mine, staged).wait();

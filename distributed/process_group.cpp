@@ -175,9 +175,8 @@ Work ProcessGroup::broadcast(Buffer buf, int root, const CollectiveOptions& opts
   return run(Collective::Broadcast, buf, buf, root, static_cast<std::int64_t>(buf.count), opts);
 }
 
-void* ProcessGroup::staging(std::size_t bytes) {
+void* ProcessGroup::staging(std::size_t bytes, const KernelTable& k) {
   if (bytes > staging_bytes_) {
-    const KernelTable& k = kernels_for(buffer_target());
     const std::size_t grown = std::max<std::size_t>(bytes, 256);
     staging_ = std::shared_ptr<void>(k.allocate(grown), [release = k.release](void* p) {
       if (p != nullptr) release(p);

@@ -35,6 +35,10 @@
 
 #include "kernels/target.hpp"
 
+namespace noeira {
+struct KernelTable;
+}
+
 namespace noeira::dist {
 
 class Watchdog;
@@ -173,9 +177,10 @@ class ProcessGroup {
   const CollectiveTally& tally() const { return tally_; }
   void reset_tally() { tally_ = {}; }
 
-  // At least `bytes` of buffer_target() memory for staging host values (host_collectives.hpp):
-  // kept and grown, never freed per call, because a device free synchronizes the device.
-  void* staging(std::size_t bytes);
+  // At least `bytes` of buffer_target() memory for staging host values (host_collectives.hpp),
+  // allocated by `kernels` (those of buffer_target()): kept and grown, never freed per call,
+  // because a device free synchronizes the device.
+  void* staging(std::size_t bytes, const KernelTable& kernels);
 
   // buf = sum over ranks of buf.
   Work allreduce(Buffer buf, const CollectiveOptions& opts = {});
