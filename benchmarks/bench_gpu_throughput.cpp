@@ -52,7 +52,6 @@
 #ifdef NOEIRA_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/cuda/settings.hpp"
 #endif
 
 namespace noeira {
@@ -410,15 +409,11 @@ Options parse(int argc, char** argv) {
 
 int run(const Options& opt) {
   if (opt.target == Target::Cuda && !cuda_available()) {
-#ifdef NOEIRA_HAVE_CUDA
-    const char* reason = "the CUDA runtime finds no GPU on this machine";
-#else
-    const char* reason = "this build has no CUDA (NOEIRA_CUDA=OFF)";
-#endif
+    const std::string reason = cuda_unavailable_reason();
     if (opt.json) {
-      std::printf("{\"skipped\": true, \"reason\": \"%s\"}\n", reason);
+      std::printf("{\"skipped\": true, \"reason\": \"%s\"}\n", reason.c_str());
     } else {
-      std::printf("bench_gpu_throughput: skipped: %s\n", reason);
+      std::printf("bench_gpu_throughput: skipped: %s\n", reason.c_str());
     }
     return 0;
   }
@@ -426,7 +421,7 @@ int run(const Options& opt) {
 #ifdef NOEIRA_HAVE_CUDA
   if (opt.target == Target::Cuda) {
     (void)kernels_for(Target::Cuda);  // creates the device context and handles first
-    cuda::set_allow_tf32(opt.allow_tf32);
+    set_allow_tf32(opt.allow_tf32);
     dev = cuda_info();
   }
 #endif

@@ -27,6 +27,10 @@ install(TARGETS ${noeira_layers} noeira_library EXPORT noeiraTargets
 if(TARGET noeira)
   install(TARGETS noeira RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+# The CUDA plugin, where the binary looks for it: bin/../<libdir> (kernels/cuda_plugin.hpp).
+if(TARGET noeira_cuda)
+  install(TARGETS noeira_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 
 # Headers only: the command line (src/cli) is the binary's, not the library's.
 foreach(layer_dir core nn optim loss train)

@@ -1,8 +1,10 @@
-// The NCCL backend (see nccl_process_group.hpp). Compiled to nothing in CPU builds, so that they
-// need neither CUDA's nor NCCL's headers.
+// The NCCL backend (see nccl_process_group.hpp), built into the CUDA plugin (kernels/
+// cuda_plugin.hpp), whose entry it fills at the end; the binary reaches it through
+// nccl_backend.cpp. Compiled to nothing in CPU builds, so that they need neither CUDA's nor
+// NCCL's headers.
 #ifdef NOEIRA_HAVE_CUDA
 
-#include "distributed/nccl_process_group.hpp"
+#include "distributed/nccl_backend.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -46,6 +48,8 @@ void nccl_fail(ncclResult_t code, const char* call, const char* file, int line) 
                                     "]"));
 }
 
+namespace {
+
 int visible_cuda_devices() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
@@ -77,8 +81,6 @@ int select_local_device(MPI_Comm comm) {
   CUDA_CHECK(cudaSetDevice(device));
   return device;
 }
-
-namespace {
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
@@ -346,8 +348,6 @@ void create_cuda_resources(NcclShared& s) {
   CUDA_CHECK(cudaMemset(s.scratch, 0, sizeof(float)));
 }
 
-}  // namespace
-
 std::unique_ptr<ProcessGroup> make_nccl_process_group(const ProcessGroupOptions& options,
                                                       Stream compute_stream, MPI_Comm comm) {
   int initialized = 0;
@@ -406,6 +406,17 @@ std::unique_ptr<ProcessGroup> make_nccl_process_group(const ProcessGroupOptions&
   return std::make_unique<NcclProcessGroup>(std::move(shared), options);
 }
 
+}  // namespace
+
 }  // namespace noeira::dist
+
+extern "C" const noeira::dist::NcclBackendEntry* noeira_nccl_backend() {
+  static const noeira::dist::NcclBackendEntry entry = {
+      .visible_devices = &noeira::dist::visible_cuda_devices,
+      .select_local_device = &noeira::dist::select_local_device,
+      .make_group = &noeira::dist::make_nccl_process_group,
+  };
+  return &entry;
+}
 
 #endif  // NOEIRA_HAVE_CUDA

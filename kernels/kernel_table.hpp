@@ -8,6 +8,7 @@
 // Element counts are elements, never bytes, except in the raw memory functions.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "kernels/optimizer_math.hpp"
 #include "kernels/target.hpp"
@@ -445,8 +446,12 @@ struct KernelTable {
 // Bf16 on Cuda, which has no bf16 products yet.
 const KernelTable& kernels_for(Target target, Precision precision = Precision::Fp32);
 
-// True when this build has the CUDA kernels and a CUDA device is present.
+// True when this build has the CUDA kernels, their plugin loads (kernels/cuda_plugin.hpp) and a
+// CUDA device is present. Loads the plugin in a CUDA build.
 bool cuda_available();
+
+// Why cuda_available() is false, in words that name what to fix; empty when it is true.
+std::string cuda_unavailable_reason();
 
 // TF32 tensor-core matrix products on CUDA (off by default: GPU results then match the fp32 CPU
 // reference within fp32 tolerance). For GEMMs launched afterwards from any thread; no effect on

@@ -1,3 +1,6 @@
+#include <atomic>
+
+#include "kernels/cuda_plugin.hpp"
 #include "kernels/error.hpp"
 #include "kernels/kernel_table.hpp"
 
@@ -8,13 +11,45 @@ extern const KernelTable table;
 extern const KernelTable bf16_table;
 }
 
+namespace {
+
 #ifdef NOEIRA_HAVE_CUDA
-namespace cuda {
-const KernelTable& table();  // checks the device on first use
-bool device_present();
-void set_allow_tf32(bool allow);
-}  // namespace cuda
+// What set_allow_tf32 last asked for, applied when the plugin loads: asking on a CPU run (off,
+// the default) must not load it.
+std::atomic<bool> g_requested_tf32{false};
+
+// The plugin's kernels, loading it on first use; nullptr when it cannot be loaded.
+const CudaKernelsEntry* cuda_kernels() {
+  static const CudaKernelsEntry* const entry = []() -> const CudaKernelsEntry* {
+    using Get = const CudaKernelsEntry* (*)();
+    auto get = reinterpret_cast<Get>(cuda_plugin_symbol(kCudaKernelsEntrySymbol));
+    if (get == nullptr) return nullptr;
+    const CudaKernelsEntry* e = get();
+    e->set_allow_tf32(g_requested_tf32.load());
+    return e;
+  }();
+  return entry;
+}
 #endif
+
+}  // namespace
+
+std::string cuda_unavailable_reason() {
+#ifdef NOEIRA_HAVE_CUDA
+  const CudaKernelsEntry* cuda = cuda_kernels();
+  if (cuda == nullptr) return cuda_plugin_error();
+  if (!cuda->device_present()) {
+    return "the CUDA runtime finds no GPU on this machine (no driver, or none visible: check "
+           "nvidia-smi and CUDA_VISIBLE_DEVICES)";
+  }
+  return {};
+#else
+  return "this noeira was built without CUDA (nvcc was not found at configure time, or "
+         "-DNOEIRA_CUDA=OFF)";
+#endif
+}
+
+bool cuda_available() { return cuda_unavailable_reason().empty(); }
 
 const KernelTable& kernels_for(Target target, Precision precision) {
   if (target == Target::Cpu) return precision == Precision::Bf16 ? cpu::bf16_table : cpu::table;
@@ -23,26 +58,18 @@ const KernelTable& kernels_for(Target target, Precision precision) {
                 "(bf16 runs on the CPU; the GPU runs fp32)");
   }
 #ifdef NOEIRA_HAVE_CUDA
-  if (!cuda::device_present()) {
-    throw Error("target cuda requested, but the CUDA runtime finds no GPU on this machine");
-  }
-  return cuda::table();
-#else
-  throw Error("target cuda requested, but this noeira was built without CUDA (NOEIRA_CUDA=OFF)");
+  const CudaKernelsEntry* cuda = cuda_kernels();
+  if (cuda != nullptr && cuda->device_present()) return cuda->table();
 #endif
+  throw Error("target cuda requested, but " + cuda_unavailable_reason());
 }
 
 void set_allow_tf32([[maybe_unused]] bool allow) {
 #ifdef NOEIRA_HAVE_CUDA
-  cuda::set_allow_tf32(allow);
-#endif
-}
-
-bool cuda_available() {
-#ifdef NOEIRA_HAVE_CUDA
-  return cuda::device_present();
-#else
-  return false;
+  g_requested_tf32.store(allow);
+  if (allow || cuda_plugin_loaded()) {
+    if (const CudaKernelsEntry* cuda = cuda_kernels()) cuda->set_allow_tf32(allow);
+  }
 #endif
 }
 

@@ -6,6 +6,11 @@ add_executable(dist_nccl_test ${CMAKE_CURRENT_LIST_DIR}/dist_nccl_test.cpp)
 target_compile_options(dist_nccl_test PRIVATE ${noeira_warnings})
 target_link_libraries(dist_nccl_test PRIVATE noeira_train GTest::gtest)
 target_include_directories(dist_nccl_test PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+# The test's own device buffers and streams; the group itself comes from the CUDA plugin, which
+# shares this one libcudart.
+if(NOEIRA_CUDA)
+  target_link_libraries(dist_nccl_test PRIVATE CUDA::cudart)
+endif()
 
 set(noeira_nccl_test_env
     "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_NUM_THREADS=1")

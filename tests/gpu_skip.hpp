@@ -9,13 +9,8 @@
 
 namespace noeira::testing {
 
-inline std::string no_cuda_reason() {
-#ifdef NOEIRA_HAVE_CUDA
-  return "the CUDA runtime finds no GPU on this machine";
-#else
-  return "this build has no CUDA kernels (NOEIRA_CUDA=OFF)";
-#endif
-}
+// The build's own words (no GPU, no CUDA build, or a CUDA plugin that would not load).
+inline std::string no_cuda_reason() { return ::noeira::cuda_unavailable_reason(); }
 
 }  // namespace noeira::testing
 

@@ -190,16 +190,10 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
 // The device a run asks for, checked before any data is loaded; TF32 set as asked.
 Target run_target(const TrainConfig& cfg) {
   const Target target = parse_device(cfg.device);
-  if (target == Target::Cuda && !cuda_available()) {
-#ifdef NOEIRA_HAVE_CUDA
-    throw InputError(
-        "--device cuda: the CUDA runtime finds no GPU on this machine (no driver, or none "
-        "visible: check nvidia-smi and CUDA_VISIBLE_DEVICES)");
-#else
-    throw InputError(
-        "--device cuda: this noeira was built without CUDA (nvcc was not found at configure "
-        "time, or -DNOEIRA_CUDA=OFF)");
-#endif
+  if (target == Target::Cuda) {
+    if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
+      throw InputError("--device cuda: " + why);
+    }
   }
   if (cfg.allow_tf32 && target != Target::Cuda) {
     throw InputError("--allow-tf32 applies to --device cuda only");

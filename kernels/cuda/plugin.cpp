@@ -1,0 +1,22 @@
+// The kernels half of the CUDA plugin's entry (kernels/cuda_plugin.hpp). Only these extern "C"
+// functions and the NCCL backend's are exported (cmake/cuda_plugin.map): the plugin's copies of
+// everything else stay its own.
+#include "kernels/cuda/settings.hpp"
+#include "kernels/cuda_plugin.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace noeira::cuda {
+const KernelTable& table();
+bool device_present();
+}  // namespace noeira::cuda
+
+extern "C" const char* noeira_cuda_plugin_build_id() { return NOEIRA_BUILD_ID; }
+
+extern "C" const noeira::CudaKernelsEntry* noeira_cuda_kernels() {
+  static const noeira::CudaKernelsEntry entry = {
+      .table = &noeira::cuda::table,
+      .device_present = &noeira::cuda::device_present,
+      .set_allow_tf32 = &noeira::cuda::set_allow_tf32,
+  };
+  return &entry;
+}
