@@ -59,6 +59,17 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
   endforeach()
 endif()
 
+# A CPU run loads no CUDA library; --device cuda loads the plugin, whose absence or foreign
+# build is a clear error: tests/cli_cuda_plugin.sh.
+if(TARGET noeira)
+  add_test(NAME cli_cuda_plugin
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_cuda_plugin.sh $<TARGET_FILE:noeira>
+                   "$<$<TARGET_EXISTS:noeira_cuda>:$<TARGET_FILE:noeira_cuda>>"
+                   ${CMAKE_CURRENT_BINARY_DIR}/cli_cuda_plugin)
+  set_tests_properties(cli_cuda_plugin PROPERTIES TIMEOUT 120 SKIP_RETURN_CODE 77
+                       ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
+endif()
+
 # A CNN with BatchNorm (buffers, synchronized statistics): tests/cli_vision.sh.
 find_program(NOEIRA_H5LS h5ls)
 if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF AND NOEIRA_H5LS)
