@@ -101,6 +101,42 @@ TEST(VectorIsa, EveryWidthGivesTheBitsOfSse2) {
   }
 }
 
+// Three Adam steps (Adam and AdamW) over a buffer past the parallel grain with a scalar tail:
+// weights and both moments, at every width, are the SSE2 copy's bits.
+TEST(VectorIsa, AdamStepsAtEveryWidthGiveTheBitsOfSse2) {
+  IsaGuard guard;
+  const std::int64_t n = (1 << 15) + 13;
+  auto steps = [n](bool decoupled) {
+    std::vector<float> w = random_values(static_cast<std::size_t>(n), 5, -1.0f, 1.0f);
+    std::vector<float> m(w.size(), 0.0f), v(w.size(), 0.0f);
+    for (int t = 1; t <= 3; ++t) {
+      const std::vector<float> g =
+          random_values(static_cast<std::size_t>(n), 6 + static_cast<std::uint32_t>(t));
+      AdamHyper h;
+      h.lr = 0.01f;
+      h.weight_decay = 0.1f;
+      h.decoupled = decoupled;
+      h.bias_correction1 = 1.0f - std::pow(h.beta1, static_cast<float>(t));
+      h.bias_correction2 = 1.0f - std::pow(h.beta2, static_cast<float>(t));
+      kernels().adam_step(nullptr, w.data(), m.data(), v.data(), g.data(), n, h);
+    }
+    w.insert(w.end(), m.begin(), m.end());
+    w.insert(w.end(), v.begin(), v.end());
+    return w;
+  };
+  for (bool decoupled : {false, true}) {
+    cpu::set_vector_isa(VectorIsa::Sse2);
+    const std::vector<float> ref = steps(decoupled);
+    for (VectorIsa isa : available_isas()) {
+      SCOPED_TRACE(std::string(decoupled ? "AdamW " : "Adam ") + isa_name(isa));
+      cpu::set_vector_isa(isa);
+      const std::vector<float> got = steps(decoupled);
+      ASSERT_EQ(got.size(), ref.size());
+      EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0);
+    }
+  }
+}
+
 TEST(VectorIsa, GeluTanhAndItsDerivativeMatchFloat64) {
   double worst_y = 0.0, worst_d = 0.0;
   for (double xd = -30.0; xd <= 30.0; xd += 1.0 / 1024.0) {
