@@ -13,11 +13,8 @@ namespace {
 
 // The plugin's NCCL entry; nullptr when the plugin cannot be loaded.
 const NcclBackendEntry* nccl_backend() {
-  static const NcclBackendEntry* const entry = []() -> const NcclBackendEntry* {
-    using Get = const NcclBackendEntry* (*)();
-    auto get = reinterpret_cast<Get>(cuda_plugin_symbol(kNcclBackendEntrySymbol));
-    return get == nullptr ? nullptr : get();
-  }();
+  static const NcclBackendEntry* const entry =
+      cuda_plugin_entry<NcclBackendEntry>(kNcclBackendEntrySymbol);
   return entry;
 }
 

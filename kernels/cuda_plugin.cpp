@@ -46,8 +46,8 @@ std::string chosen_plugin() {
   return chosen == nullptr ? std::string() : std::string(chosen);
 }
 
-std::vector<std::string> candidates() {
-  if (const std::string chosen = chosen_plugin(); !chosen.empty()) return {chosen};
+std::vector<std::string> candidates(const std::string& chosen) {
+  if (!chosen.empty()) return {chosen};
   std::vector<std::string> paths;
   if (const std::string here = running_binary_directory(); !here.empty()) {
     paths.push_back(here + "/../" NOEIRA_CUDA_PLUGIN_LIBDIR "/" NOEIRA_CUDA_PLUGIN_NAME);
@@ -82,8 +82,9 @@ void* open_plugin(const std::string& path, std::string& why) {
 
 void load(PluginState& s) {
   s.attempted = true;
+  const std::string chosen = chosen_plugin();
   std::string tried;
-  for (const std::string& path : candidates()) {
+  for (const std::string& path : candidates(chosen)) {
     std::string why;
     if (void* handle = open_plugin(path, why)) {
       s.handle = handle;
@@ -94,9 +95,8 @@ void load(PluginState& s) {
     if (why.compare(0, path.size(), path) != 0) why = path + ": " + why;
     tried += (tried.empty() ? "" : "; ") + why;
   }
-  const bool chosen = !chosen_plugin().empty();
   s.error = "the CUDA backend " NOEIRA_CUDA_PLUGIN_NAME " could not be loaded: " + tried +
-            (chosen ? " (the file NOEIRA_CUDA_PLUGIN names)"
+            (!chosen.empty() ? " (the file NOEIRA_CUDA_PLUGIN names)"
                     : " (NOEIRA_CUDA_PLUGIN may name where it is)");
 }
 

@@ -41,4 +41,13 @@ std::string cuda_plugin_error();
 // Whether the plugin has been loaded (never loads it).
 bool cuda_plugin_loaded();
 
+// The entry struct that the plugin's function `symbol` returns, loading the plugin first;
+// nullptr when it cannot be loaded.
+template <class Entry>
+const Entry* cuda_plugin_entry(const char* symbol) {
+  using Get = const Entry* (*)();
+  auto get = reinterpret_cast<Get>(cuda_plugin_symbol(symbol));
+  return get == nullptr ? nullptr : get();
+}
+
 }  // namespace noeira

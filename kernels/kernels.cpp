@@ -20,12 +20,9 @@ std::atomic<bool> g_requested_tf32{false};
 
 // The plugin's kernels, loading it on first use; nullptr when it cannot be loaded.
 const CudaKernelsEntry* cuda_kernels() {
-  static const CudaKernelsEntry* const entry = []() -> const CudaKernelsEntry* {
-    using Get = const CudaKernelsEntry* (*)();
-    auto get = reinterpret_cast<Get>(cuda_plugin_symbol(kCudaKernelsEntrySymbol));
-    if (get == nullptr) return nullptr;
-    const CudaKernelsEntry* e = get();
-    e->set_allow_tf32(g_requested_tf32.load());
+  static const CudaKernelsEntry* const entry = [] {
+    const auto* e = cuda_plugin_entry<CudaKernelsEntry>(kCudaKernelsEntrySymbol);
+    if (e != nullptr) e->set_allow_tf32(g_requested_tf32.load());
     return e;
   }();
   return entry;
