@@ -6,9 +6,39 @@
 
 namespace noeira::dist {
 
-GradReducer::GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bucket_elements)
-    : store_(store), group_(group), launched_(store.unit_count(), false) {
+namespace {
+// Staging offsets are multiples of this many bf16 elements (64 bytes: a cache line, and the
+// alignment the kernels' vector loads like).
+constexpr std::int64_t kWireAlignment = 32;
+
+std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
+}
+}  // namespace
+
+GradReducer::GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bucket_elements,
+                         DType reduce_dtype)
+    : store_(store),
+      group_(group),
+      launched_(store.unit_count(), false),
+      reduce_dtype_(reduce_dtype) {
   NOEIRA_CHECK(bucket_elements > 0, "gradient reducer: bucket size must be > 0");
+  NOEIRA_CHECK(reduce_dtype == DType::F32 || reduce_dtype == DType::BF16,
+               "gradient reducer: reductions in fp32 or bf16, not ", to_string(reduce_dtype));
+  if (reduce_dtype == DType::BF16) {
+    // Every reduction of a step in flight at once where the full gradient is kept; two units'
+    // where one unit's is (a pinned unit and its first borrower leave together).
+    const ShardedLayout& layout = store.layout();
+    std::int64_t capacity = 0;
+    if (store.residency().grads == Extent::Full) {
+      for (const FlatLayout& u : layout.units) capacity += round_up(u.padded_size, kWireAlignment);
+    } else {
+      for (const FlatLayout& u : layout.units) {
+        capacity = std::max(capacity, 2 * round_up(u.padded_size, kWireAlignment));
+      }
+    }
+    wire_.resize({std::max<std::int64_t>(1, capacity / 2)}, store.target());
+  }
   if (store.residency().state != Extent::Full) return;
   const ShardedLayout& layout = store.layout();
   std::int64_t end = layout.full_size;
@@ -64,7 +94,7 @@ GradMode GradReducer::begin_micro_batch(int index, int count) {
 }
 
 std::int64_t GradReducer::scratch_bytes() const {
-  std::int64_t bytes = scratch_.byte_size();
+  std::int64_t bytes = scratch_.byte_size() + wire_.byte_size();
   for (const Tensor& t : pinned_sums_) bytes += t.byte_size();
   return bytes;
 }
@@ -89,7 +119,8 @@ void GradReducer::launch_ready_buckets(std::size_t finished_unit) {
   for (Bucket& b : buckets_) {
     if (b.launched || b.final_after < finished_unit) continue;
     b.launched = true;
-    pending_.push_back({group_.allreduce(flat_span(grads + b.flat.begin, b.flat.size())), {}});
+    reduce(Collective::AllReduce, grads + b.flat.begin, b.flat.size(), grads + b.flat.begin,
+           b.flat.size());
   }
 }
 
@@ -104,9 +135,8 @@ void GradReducer::launch_unit(std::size_t unit) {
   }
   // Whole gradients (ZeRO-1, a pinned unit): in place, the sum of this rank's slice lands where
   // the slice already is; sliced gradients: from the transient buffer into the rank's slice.
-  pending_.push_back({group_.reduce_scatter(flat_span(store_.unit_grads(unit), u.padded_size),
-                                            flat_span(store_.owned_grads(unit), u.shard_size)),
-                      {}});
+  reduce(Collective::ReduceScatter, store_.unit_grads(unit), u.padded_size,
+         store_.owned_grads(unit), u.shard_size);
 }
 
 void GradReducer::launch_accumulating(std::size_t unit) {
@@ -117,15 +147,13 @@ void GradReducer::launch_accumulating(std::size_t unit) {
   const std::int64_t n = u.shard_size;
   if (store_.pinned(unit) && micro_index_ == 0) {
     // The first sum of a pinned unit goes straight to its running sum.
-    pending_.push_back({group_.reduce_scatter(flat_span(store_.unit_grads(unit), u.padded_size),
-                                              flat_span(pinned_sums_[unit].data(), n)),
-                        {}});
+    reduce(Collective::ReduceScatter, store_.unit_grads(unit), u.padded_size,
+           pinned_sums_[unit].data(), n);
     return;
   }
   // One scratch slice: a unit launched in the same hook as another (a pinned unit and its first
   // borrower) waits for the other's reduction to be added first.
   if (scratch_busy_) wait_pending();
-  scratch_busy_ = true;
   float* reduced = scratch_.data();
   std::function<void()> then;
   if (!store_.pinned(unit)) {
@@ -137,9 +165,46 @@ void GradReducer::launch_accumulating(std::size_t unit) {
     const float* sum = pinned_sums_[unit].data();
     then = [&k, stream, owned, sum, reduced, n] { k.add(stream, owned, sum, reduced, n); };
   }
-  pending_.push_back({group_.reduce_scatter(flat_span(store_.unit_grads(unit), u.padded_size),
-                                            flat_span(reduced, n)),
-                      std::move(then)});
+  reduce(Collective::ReduceScatter, store_.unit_grads(unit), u.padded_size, reduced, n,
+         std::move(then));
+  scratch_busy_ = true;  // after reduce(), whose wait for staging room may clear it
+}
+
+void GradReducer::reduce(Collective kind, float* src, std::int64_t src_count, float* dst,
+                         std::int64_t dst_count, std::function<void()> then) {
+  const bool all = kind == Collective::AllReduce;
+  if (reduce_dtype_ == DType::F32) {
+    Work work = all ? group_.allreduce(flat_span(src, src_count))
+                    : group_.reduce_scatter(flat_span(src, src_count), flat_span(dst, dst_count));
+    pending_.push_back({std::move(work), std::move(then)});
+    return;
+  }
+  const KernelTable& k = store_.kernels();
+  const Stream stream = store_.stream();
+  std::uint16_t* wire = wire_buffer(src_count);
+  k.to_bf16(stream, wire, src, src_count);
+  // A reduce-scatter in place: this rank's segment of the staged input receives its sum.
+  std::uint16_t* result = all ? wire : wire + group_.rank() * dst_count;
+  const std::span<std::uint16_t> staged(wire, static_cast<std::size_t>(src_count));
+  Work work = all ? group_.allreduce(staged)
+                  : group_.reduce_scatter(staged, staged.subspan(result - wire,
+                                                                 static_cast<std::size_t>(dst_count)));
+  pending_.push_back({std::move(work), [&k, stream, dst, result, dst_count, then = std::move(then)] {
+                        k.from_bf16(stream, GradMode::Overwrite, dst, result, dst_count);
+                        if (then) then();
+                      }});
+}
+
+std::uint16_t* GradReducer::wire_buffer(std::int64_t n) {
+  const std::int64_t capacity = wire_.numel() * 2;
+  const std::int64_t taken = round_up(n, kWireAlignment);
+  if (wire_used_ + taken > capacity) {
+    wait_pending();  // the reductions in flight give their staging back
+    if (taken > capacity) wire_.resize({(taken + 1) / 2}, store_.target());
+  }
+  std::uint16_t* p = reinterpret_cast<std::uint16_t*>(wire_.data()) + wire_used_;
+  wire_used_ += taken;
+  return p;
 }
 
 void GradReducer::wait_pending() {
@@ -149,6 +214,7 @@ void GradReducer::wait_pending() {
   }
   pending_.clear();
   scratch_busy_ = false;
+  wire_used_ = 0;
 }
 
 void GradReducer::finish(Policy policy) {

@@ -29,6 +29,16 @@
 //   Either way each owned element is the left fold g_0 + g_1 + ... of the micro-batches'
 //   reductions in micro-batch order (full gradients: of the local gradients, then reduced), so
 //   ZeRO-1 is DDP's bits and ZeRO-3 ZeRO-2's, at any K; the two pairs differ by rounding.
+//
+// bf16 on the wire (--reduce-dtype bf16): each reduction rounds its fp32 gradients to bf16 into
+// a staging buffer, reduces the bf16 copy (process_group.hpp: accumulated in fp32 in rank order,
+// rounded once) and widens the result into the fp32 destination, where everything else (the
+// accumulation of micro-batches, the clip, the optimizer) stays fp32. Element e of a reduced
+// gradient is then fp32(bf16(Σ_r fp32(bf16(g_r[e])))) under every policy, so ZeRO-1 and ZeRO-2/3
+// at K = 1 are DDP's bits in bf16 too, and the bytes on the wire halve. The staging buffer is
+// shared by the reductions in flight: as large as the full gradient for DDP and ZeRO-1 (every
+// bucket or unit in flight at once), two of the largest unit for ZeRO-2/3 (which hold one unit's
+// gradient at a time); a reduction that does not fit waits for those in flight first.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -42,7 +52,9 @@ namespace noeira::dist {
 
 class GradReducer {
  public:
-  GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bucket_elements);
+  // reduce_dtype: F32, or BF16 on the wire (see above).
+  GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bucket_elements,
+              DType reduce_dtype = DType::F32);
 
   // Before unit u's vjp: where its gradient buffer is still being read by the previous unit's
   // reduction (sliced gradients), wait for it.
@@ -57,8 +69,10 @@ class GradReducer {
   void finish(Policy policy);
   // No reduction in flight (the step may read the gradients).
   bool idle() const { return pending_.empty(); }
-  // Bytes of the accumulation buffers (allocated for count > 1 under sliced gradients).
+  // Bytes of the accumulation buffers (allocated for count > 1 under sliced gradients) and of
+  // the bf16 staging buffer.
   std::int64_t scratch_bytes() const;
+  DType reduce_dtype() const { return reduce_dtype_; }
 
  private:
   struct Bucket {
@@ -77,6 +91,12 @@ class GradReducer {
   void launch_unit(std::size_t unit);
   // A later micro-batch's reduction of unit u, into the scratch slice, then added.
   void launch_accumulating(std::size_t unit);
+  // Starts the reduction of src (an allreduce in place, or a reduce-scatter of src into dst) in
+  // the reducer's wire type; `then` follows once dst holds the result.
+  void reduce(Collective kind, float* src, std::int64_t src_count, float* dst,
+              std::int64_t dst_count, std::function<void()> then = {});
+  // n elements of the bf16 staging buffer, free until the reductions in flight are waited for.
+  std::uint16_t* wire_buffer(std::int64_t n);
   void wait_pending();
   bool last_micro_batch() const { return micro_index_ + 1 == micro_count_; }
 
@@ -90,6 +110,9 @@ class GradReducer {
   int micro_count_ = 1;
   Tensor scratch_;                   // [largest shard] a later micro-batch's reduced slice
   std::vector<Tensor> pinned_sums_;  // [units] the running sum of a pinned unit's owned slice
+  DType reduce_dtype_;
+  Tensor wire_;                // bf16 staging, two elements per word (reduce_dtype_ BF16)
+  std::int64_t wire_used_ = 0;  // elements handed out to the reductions in flight
 };
 
 }  // namespace noeira::dist

@@ -6,6 +6,7 @@
 
 #include "distributed/mpi_check.hpp"
 #include "distributed/shard.hpp"
+#include "kernels/bf16_math.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::dist {
@@ -65,6 +66,22 @@ void fold_as(T* out, const std::vector<const char*>& sources, std::int64_t count
   }
 }
 
+// The bf16 sums of process_group.hpp: the tile accumulates in fp32, rounded once as it is stored.
+void fold_bf16(std::uint16_t* out, const std::vector<const char*>& sources, std::int64_t count) {
+  constexpr std::int64_t kTile = 2048;
+  float acc[kTile];
+  for (std::int64_t at = 0; at < count; at += kTile) {
+    const std::int64_t len = std::min(kTile, count - at);
+    const auto* first = reinterpret_cast<const std::uint16_t*>(sources[0]) + at;
+    for (std::int64_t i = 0; i < len; ++i) acc[i] = bf16_value(first[i]);
+    for (std::size_t q = 1; q < sources.size(); ++q) {
+      const auto* src = reinterpret_cast<const std::uint16_t*>(sources[q]) + at;
+      for (std::int64_t i = 0; i < len; ++i) acc[i] += bf16_value(src[i]);
+    }
+    for (std::int64_t i = 0; i < len; ++i) out[at + i] = bf16_bits(acc[i]);
+  }
+}
+
 }  // namespace
 
 void fold_in_rank_order(DType dtype, void* out, const std::vector<const char*>& sources,
@@ -74,7 +91,7 @@ void fold_in_rank_order(DType dtype, void* out, const std::vector<const char*>& 
     case DType::F64: return fold_as(static_cast<double*>(out), sources, count);
     case DType::I32: return fold_as(static_cast<std::int32_t*>(out), sources, count);
     case DType::I64: return fold_as(static_cast<std::int64_t*>(out), sources, count);
-    case DType::BF16: break;
+    case DType::BF16: return fold_bf16(static_cast<std::uint16_t*>(out), sources, count);
   }
   throw Error(detail::concat("MPI process group: no ", to_string(dtype), " sums"));
 }

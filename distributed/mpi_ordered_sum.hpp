@@ -51,8 +51,9 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
   std::vector<Block> free_;
 };
 
-// out[e] = ((sources[0][e] + sources[1][e]) + ...) for e < count, in `dtype`. out may be one of
-// the sources (the fold reads every source of a tile before it writes the tile).
+// out[e] = ((sources[0][e] + sources[1][e]) + ...) for e < count, in `dtype` (bf16: in fp32,
+// rounded once, process_group.hpp). out may be one of the sources (the fold reads every source of
+// a tile before it writes the tile).
 void fold_in_rank_order(DType dtype, void* out, const std::vector<const char*>& sources,
                         std::int64_t count);
 

@@ -76,7 +76,7 @@ MPI_Datatype mpi_type(DType dtype) {
     case DType::F64: return MPI_DOUBLE;
     case DType::I32: return MPI_INT32_T;
     case DType::I64: return MPI_INT64_T;
-    case DType::BF16: break;
+    case DType::BF16: return MPI_UINT16_T;  // moved as bits: the sums are ours (fold_in_rank_order)
   }
   throw Error(detail::concat("MPI process group: no ", to_string(dtype), " collectives"));
 }

@@ -19,6 +19,7 @@
 
 #include "distributed/mpi_check.hpp"
 #include "distributed/mpi_side_channel.hpp"
+#include "distributed/nccl_bf16_sums.hpp"
 #include "distributed/nccl_check.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/error.hpp"
@@ -88,7 +89,7 @@ ncclDataType_t nccl_type(DType dtype) {
     case DType::F64: return ncclFloat64;
     case DType::I32: return ncclInt32;
     case DType::I64: return ncclInt64;
-    case DType::BF16: break;
+    case DType::BF16: return ncclBfloat16;  // moved only: bf16 sums are nccl_bf16_sums.hpp's
   }
   throw Error(detail::concat("NCCL process group: no ", to_string(dtype), " collectives"));
 }
@@ -129,6 +130,7 @@ struct NcclShared {
   cudaStream_t comm_stream = nullptr;  // ours: every op runs here, in call order
   cudaEvent_t ready = nullptr;         // recorded on `compute` as each op starts
   float* scratch = nullptr;            // [1] device: the barrier's allreduce
+  NcclBf16Sums bf16_sums;              // allreduce and reduce-scatter of bf16 buffers
   std::atomic<bool> aborting{false};
   std::atomic<int> users{0};
   std::atomic<bool> failed{false};  // an asynchronous error was seen: abort, never destroy
@@ -208,6 +210,7 @@ struct NcclShared {
       }
     }
     if (scratch != nullptr) (void)cudaFree(scratch);
+    bf16_sums.release();
     if (ready != nullptr) (void)cudaEventDestroy(ready);
     if (comm_stream != nullptr) (void)cudaStreamDestroy(comm_stream);
     scratch = nullptr;
@@ -306,6 +309,16 @@ class NcclProcessGroup final : public ProcessGroup {
     const ncclDataType_t type = nccl_type(call.out.dtype);
     // Counts are equal on every rank, so an empty op is skipped on all of them alike.
     if (n == 0 && call.kind != Collective::Barrier) return;
+    const bool bf16_sum = call.out.dtype == DType::BF16 && (call.kind == Collective::AllReduce ||
+                                                            call.kind == Collective::ReduceScatter);
+    if (bf16_sum) {
+      if (call.kind == Collective::AllReduce) {
+        s.bf16_sums.allreduce(call, c, rank(), size(), s.comm_stream);
+      } else {
+        s.bf16_sums.reduce_scatter(call, c, rank(), size(), s.comm_stream);
+      }
+      return;
+    }
     switch (call.kind) {
       case Collective::AllReduce:
         NCCL_CHECK(ncclAllReduce(call.out.data, call.out.data, n, type, ncclSum, c,

@@ -43,7 +43,7 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
       store_(checked_walk(policy, walk, group, ctx), residency_of(policy), group.rank(),
              group.size(), ctx, options.alignment, options.persist_below,
              options.prefetch ? 2 : 1),
-      reducer_(store_, group, options.bucket_elements),
+      reducer_(store_, group, options.bucket_elements, options.reduce_dtype),
       gatherer_(store_, group) {}
 
 void ShardingPolicy::check_unit(std::size_t unit, const char* hook) const {

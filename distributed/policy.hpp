@@ -48,6 +48,8 @@ struct PolicyOptions {
   // (distributed/unit_gatherer.hpp); false: one buffer, each gather when its unit starts
   // (--no-zero3-prefetch).
   bool prefetch = true;
+  // The gradient reductions' wire type: F32, or BF16 (grad_reducer.hpp; --reduce-dtype).
+  DType reduce_dtype = DType::F32;
 };
 
 class ShardingPolicy final : public UnitHooks {

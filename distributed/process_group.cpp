@@ -59,7 +59,6 @@ bool is_segment(ConstBuffer part, ConstBuffer whole, int index) {
 void check_same_dtype(Collective kind, ConstBuffer in, Buffer out) {
   NOEIRA_CHECK(in.dtype == out.dtype, to_string(kind), ": input is ", to_string(in.dtype),
                ", output is ", to_string(out.dtype));
-  NOEIRA_CHECK(in.dtype != DType::BF16, to_string(kind), ": bf16 buffers are not supported");
 }
 }  // namespace
 

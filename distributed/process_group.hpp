@@ -2,9 +2,14 @@
 // The collective interface every sharding policy talks to (c10d-like). One shape per op:
 //   op(buffers, const CollectiveOptions& = {}) -> Work
 // A buffer is a typed span: pointer, element count and DType together (Buffer / ConstBuffer, made
-// from any std::span of float, double, int32 or int64), so element counts travel with their type
-// and never as bytes; fp32 carries tensors, fp64 and int64 carry host scalars (loss sums,
-// counters) exactly. Reductions are sums in the buffer's type and the caller applies 1/N. Backends: MPI (real processes), simulated (threads in one process),
+// from any std::span of float, double, int32, int64 or bf16 bits), so element counts travel with
+// their type and never as bytes; fp32 carries tensors, fp64 and int64 carry host scalars (loss
+// sums, counters) exactly, bf16 carries gradients on the wire (--reduce-dtype bf16). Reductions
+// are sums and the caller applies 1/N: in the buffer's type, except bf16, whose sums accumulate
+// in fp32 and round to bf16 once, at the end: element e of a bf16 sum is
+//   bf16( ((fp32(in_0[e]) + fp32(in_1[e])) + ...) + fp32(in_{N-1}[e]) )
+// on every backend (NCCL included), so a bf16 reduction loses no more than its inputs' and its
+// result's rounding, whatever N. Backends: MPI (real processes), simulated (threads in one process),
 // NCCL (real processes, device buffers: the spans hold device addresses). A group's buffers live
 // on one target (buffer_target()); small host values (loss sums, flags) go through
 // allreduce_host / all_gather_host (distributed/host_collectives.hpp), which stage them on the

@@ -133,8 +133,9 @@ class SimWorld {
     abort_locked(timeout_message(record, missing), -1);
   }
 
-  // The fixed reduction order: acc = in[0]; acc += in[1]; ... in the buffers' type, element by
-  // element, through the target's kernels (on the stream every rank uses: see the header).
+  // The fixed reduction order: acc = in[0]; acc += in[1]; ... in the buffers' type (bf16: in
+  // fp32), element by element, through the target's kernels (on the stream every rank uses: see
+  // the header).
   void perform(Slot& s) {
     const std::int64_t n = s.count;
     const std::size_t elem = dtype_size(s.dtype);
@@ -149,9 +150,12 @@ class SimWorld {
         // Every rank's input is summed into scratch first, so outputs never feed inputs.
         const std::int64_t total = s.kind == Collective::AllReduce ? n : n * ranks_;
         const std::size_t total_bytes = static_cast<std::size_t>(total) * elem;
+        if (s.dtype == DType::BF16) {
+          perform_bf16_sum(s, total);
+          break;
+        }
         const auto words = static_cast<std::int64_t>((total_bytes + 3) / 4);
-        if (!scratch_.defined() || scratch_.numel() < words) scratch_ = Tensor({words}, target());
-        char* acc = reinterpret_cast<char*>(scratch_.data());
+        char* acc = reinterpret_cast<char*>(scratch_words(words));
         copy(acc, s.in[0], total_bytes);
         for (std::size_t r = 1; r < ranks; ++r) {
           k_.accumulate_typed(nullptr, s.dtype, acc, s.in[r], total);
@@ -176,6 +180,26 @@ class SimWorld {
       }
       case Collective::Barrier:
         break;
+    }
+  }
+
+  float* scratch_words(std::int64_t words) {
+    if (!scratch_.defined() || scratch_.numel() < words) scratch_ = Tensor({words}, target());
+    return scratch_.data();
+  }
+
+  // A bf16 sum of `total` elements per rank: accumulated in fp32 scratch, rank by rank, rounded
+  // once into each rank's output (process_group.hpp).
+  void perform_bf16_sum(const Slot& s, std::int64_t total) {
+    float* acc = scratch_words(total);
+    auto bits = [](const char* p) { return reinterpret_cast<const std::uint16_t*>(p); };
+    k_.from_bf16(nullptr, GradMode::Overwrite, acc, bits(s.in[0]), total);
+    for (std::size_t r = 1; r < s.in.size(); ++r) {
+      k_.from_bf16(nullptr, GradMode::Accumulate, acc, bits(s.in[r]), total);
+    }
+    for (std::size_t r = 0; r < s.out.size(); ++r) {
+      const std::int64_t at = s.kind == Collective::AllReduce ? 0 : static_cast<std::int64_t>(r) * s.count;
+      k_.to_bf16(nullptr, reinterpret_cast<std::uint16_t*>(s.out[r]), acc + at, s.count);
     }
   }
 

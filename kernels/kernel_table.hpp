@@ -234,6 +234,11 @@ struct KernelTable {
   // y += x for n elements of any arithmetic dtype (F32, F64, I32, I64): the simulated world's
   // reductions of typed collective buffers.
   void (*accumulate_typed)(Stream, DType, void* y, const void* x, std::int64_t n);
+  // y = x rounded to bfloat16 (kernels/bf16_math.hpp), and y (= or +=) the fp32 value of x: the
+  // conversions around bf16 gradient reductions (--reduce-dtype bf16) and the simulated world's
+  // fp32 accumulation of bf16 sums.
+  void (*to_bf16)(Stream, std::uint16_t* y, const float* x, std::int64_t n);
+  void (*from_bf16)(Stream, GradMode, float* y, const std::uint16_t* x, std::int64_t n);
   // dst[r, 0:cols] (= or +=) src[r, 0:cols] with independent row strides; for concat and split.
   // A src_stride of 0 repeats one row into every dst row (a broadcast: the ViT's class token).
   void (*copy_columns)(Stream, GradMode, float* dst, std::int64_t dst_stride, const float* src,

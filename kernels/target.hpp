@@ -67,6 +67,9 @@ template <>
 struct DTypeOf<double> { static constexpr DType value = DType::F64; };
 template <>
 struct DTypeOf<std::int64_t> { static constexpr DType value = DType::I64; };
+// bfloat16 values travel as their bits (kernels/bf16_math.hpp); no integer sums are made in 16 bits.
+template <>
+struct DTypeOf<std::uint16_t> { static constexpr DType value = DType::BF16; };
 template <class T>
 inline constexpr DType dtype_of = DTypeOf<T>::value;
 

@@ -52,6 +52,15 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
   noeira_mpi_sim_equal(cli_mpi_sim_equal_zero2_small_chunks_np3 3 zero2 --accum 2)
   set_property(TEST cli_mpi_sim_equal_zero2_small_chunks_np3 APPEND PROPERTY ENVIRONMENT
                "NOEIRA_SHARED_MEMORY_MB=0.01")
+  # bf16 reductions (--reduce-dtype bf16): the fp32 fold of bf16 inputs, in rank order, through
+  # shared memory and over MPI messages alike.
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_ddp_bf16_reduce_np4 4 ddp --reduce-dtype bf16)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero2_bf16_reduce_accum2_np3 3 zero2 --accum 2
+                       --reduce-dtype bf16)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_bf16_reduce_mpi_messages_np4 4 zero3
+                       --reduce-dtype bf16)
+  set_property(TEST cli_mpi_sim_equal_zero3_bf16_reduce_mpi_messages_np4 APPEND PROPERTY
+               ENVIRONMENT "NOEIRA_SHARED_MEMORY=0")
   noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_mpi_messages_np4 4 zero3)
   noeira_mpi_sim_equal(cli_mpi_sim_equal_ddp_mpi_messages_np4 4 ddp)
   foreach(name IN ITEMS cli_mpi_sim_equal_zero3_mpi_messages_np4 cli_mpi_sim_equal_ddp_mpi_messages_np4)

@@ -7,6 +7,8 @@
 #  - the saved parameters and the checkpoint's values are the fp32 masters: float32 datasets,
 #    most of whose values a bfloat16 cannot hold;
 #  - a run resumed from its step-7 checkpoint ends on the bits of the uninterrupted run;
+#  - with --reduce-dtype bf16 too (gradients reduced in bf16): mpiexec's bits are the simulated
+#    ranks', resume is exact, and the mlp's and gpt-tiny's losses stay within 5 % of fp32's;
 #  - `noeira eval` (its config.json names the precision) gives the last validation loss.
 # Usage: cli_mixed_precision.sh MPIEXEC NUMPROC_FLAG NOEIRA H5DIFF WORKDIR. Exit 77: skipped.
 set -e
@@ -35,6 +37,11 @@ if [ -d /usr/share/datasets/fashion-mnist ]; then
   fi
   within_5_percent "$(loss_of "$work/mlp-bf16.log" epoch test_loss)" \
     "$(loss_of "$work/mlp-fp32.log" epoch test_loss)" "mlp on fashion-mnist, test loss"
+  "$noeira" $mlp --precision bf16 --reduce-dtype bf16 --sim-ranks 2 --out "$work/mlp-wire" \
+    </dev/null >"$work/mlp-wire.log"
+  within_5_percent "$(loss_of "$work/mlp-wire.log" epoch test_loss)" \
+    "$(loss_of "$work/mlp-fp32.log" epoch test_loss)" \
+    "mlp on fashion-mnist, 2 ranks, bf16 products and reductions, test loss"
 else
   echo "no fashion-mnist (apt-get install dataset-fashion-mnist): the mlp's comparison skipped"
 fi
@@ -91,6 +98,25 @@ for path in files:
     print("%s: float32, %.1f %% of %d values bfloat16-exact"
           % (os.path.basename(path), 100 * held, v.size))
 PY
+
+# bf16 on the wire as well (--reduce-dtype bf16): mpiexec trains the simulated ranks' bits, a run
+# resumed from its checkpoint ends on them, the parameters are not those of fp32 reductions, and
+# the loss stays within 5 % of the all-fp32 run's.
+wire="$bf16 --reduce-dtype bf16 --policy zero2"
+"$mpiexec" "$flag" 2 "$noeira" $wire --out "$work/wire-mpi" </dev/null >/dev/null
+"$noeira" $wire --sim-ranks 2 --checkpoint-dir "$work/wire-ckpt" --checkpoint-every 7 \
+  --keep-last 0 --out "$work/wire-sim" </dev/null >"$work/wire-sim.log"
+"$noeira" $wire --sim-ranks 2 --resume "$work/wire-ckpt/step-00000007" \
+  --out "$work/wire-resumed" </dev/null >/dev/null
+"$h5diff" "$work/wire-mpi/model.h5" "$work/wire-sim/model.h5"
+"$h5diff" "$work/wire-sim/model.h5" "$work/wire-resumed/model.h5"
+echo "bf16 reductions: mpi, simulated and resumed parameters identical"
+if "$h5diff" -q "$work/wire-sim/model.h5" "$work/sim/model.h5" >/dev/null 2>&1; then
+  echo "FAIL: bf16 reductions saved the parameters of fp32 reductions"
+  exit 1
+fi
+within_5_percent "$(loss_of "$work/wire-sim.log" eval val_loss)" \
+  "$(loss_of "$work/fp32.log" eval val_loss)" "gpt-tiny with bf16 reductions, validation loss"
 
 last=$(loss_of "$work/sim.log" eval val_loss)
 got=$("$noeira" eval --config "$work/sim/config.json" --params "$work/sim/model.h5" \

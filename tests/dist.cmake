@@ -18,6 +18,14 @@ foreach(ranks 3 4 5)
                        ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 120 PROCESSORS ${ranks})
 endforeach()
 
+# The same over MPI messages (mpi_ordered_sum.hpp) instead of shared memory: a job spanning nodes.
+add_test(NAME dist_mpi_rank_order_mpi_messages_np4
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
+                 $<TARGET_FILE:dist_mpi_driver> rank_order)
+set_tests_properties(dist_mpi_rank_order_mpi_messages_np4 PROPERTIES
+                     ENVIRONMENT "${noeira_mpi_test_env};NOEIRA_SHARED_MEMORY=0" TIMEOUT 120
+                     PROCESSORS 4)
+
 foreach(ranks 2 3)
   add_test(NAME dist_mpi_collectives_np${ranks}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <span>
 #include <type_traits>
 #include <vector>
 
 #include "distributed/process_group.hpp"
+#include "kernels/bf16_math.hpp"
 
 namespace noeira::dist::checks {
 
@@ -184,6 +186,71 @@ std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n) {
   return wrong;
 }
 
+// The bf16 sums of process_group.hpp, the same way: bf16 inputs (scrambled values rounded)
+// against bf16(((fp32(x_0) + fp32(x_1)) + ...)), bit for bit. A backend that adds in bf16 (NCCL's
+// own bf16 sums round at every hop) or in another order fails at 3 ranks and more: the inputs'
+// exponents span 2^±20, so most partial sums are not bf16 values.
+inline std::int64_t check_rank_order_bf16(ProcessGroup& pg, std::int64_t n) {
+  using Bits = std::uint16_t;
+  const auto input = [](int rank, std::int64_t j) { return bf16_bits(scrambled<float>(rank, j)); };
+  const auto fold = [&](std::int64_t j) {
+    float acc = bf16_value(input(0, j));
+    for (int r = 1; r < pg.size(); ++r) acc += bf16_value(input(r, j));
+    return bf16_bits(acc);
+  };
+  const auto size = static_cast<std::size_t>(n);
+  std::vector<Bits> buf(size), want(size);
+  for (std::int64_t i = 0; i < n; ++i) {
+    buf[static_cast<std::size_t>(i)] = input(pg.rank(), i);
+    want[static_cast<std::size_t>(i)] = fold(i);
+  }
+  pg.allreduce(buf).wait();
+  std::int64_t wrong = count_bits_differ(buf.data(), want);
+  for (bool in_place : {false, true}) {
+    std::vector<Bits> in(size * static_cast<std::size_t>(pg.size())), out(size, Bits{7});
+    for (std::size_t j = 0; j < in.size(); ++j) in[j] = input(pg.rank(), static_cast<std::int64_t>(j));
+    for (std::int64_t i = 0; i < n; ++i) {
+      want[static_cast<std::size_t>(i)] = fold(pg.rank() * n + i);
+    }
+    std::span<Bits> mine(in.data() + pg.rank() * n, size);
+    pg.reduce_scatter(in, in_place ? mine : std::span<Bits>(out)).wait();
+    wrong += count_bits_differ(in_place ? mine.data() : out.data(), want);
+  }
+  // Moved, not summed: an all-gather and a broadcast keep every bit.
+  std::vector<Bits> gathered(size * static_cast<std::size_t>(pg.size()));
+  for (std::size_t i = 0; i < size; ++i) buf[i] = input(pg.rank(), static_cast<std::int64_t>(i));
+  pg.all_gather(buf, gathered).wait();
+  for (int r = 0; r < pg.size(); ++r) {
+    for (std::size_t i = 0; i < size; ++i) {
+      if (gathered[static_cast<std::size_t>(r) * size + i] != input(r, static_cast<std::int64_t>(i))) {
+        ++wrong;
+      }
+    }
+  }
+  pg.broadcast(buf, pg.size() - 1).wait();
+  for (std::size_t i = 0; i < size; ++i) {
+    if (buf[i] != input(pg.size() - 1, static_cast<std::int64_t>(i))) ++wrong;
+  }
+  return wrong;
+}
+
+// Whether the bf16 check above can fail: at 3 ranks and more, summing in bf16 hop by hop gives
+// other bits than the fp32 fold for some of its elements. Returns how many of n differ.
+inline std::int64_t bf16_hops_differ(int ranks, std::int64_t n) {
+  std::int64_t differ = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    float exact = bf16_value(bf16_bits(scrambled<float>(0, j)));
+    float hops = exact;
+    for (int r = 1; r < ranks; ++r) {
+      const float x = bf16_value(bf16_bits(scrambled<float>(r, j)));
+      exact += x;
+      hops = round_to_bf16(hops + x);
+    }
+    if (bf16_bits(exact) != bf16_bits(hops)) ++differ;
+  }
+  return differ;
+}
+
 // Large allreduces and a broadcast in flight together, waited for in an order that differs
 // between ranks (odd ranks backwards): a backend whose ops need a later step from this rank
 // (mpi_ordered_sum.hpp's second phase) must take it while the rank waits for any other op, or
@@ -228,6 +295,7 @@ inline std::int64_t check_rank_order_all(ProcessGroup& pg) {
     wrong += check_rank_order<double>(pg, count);
     wrong += check_rank_order<std::int32_t>(pg, count);
     wrong += check_rank_order<std::int64_t>(pg, count);
+    wrong += check_rank_order_bf16(pg, count);
   }
   return wrong + check_any_wait_order(pg);
 }

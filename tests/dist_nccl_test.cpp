@@ -54,43 +54,45 @@ using namespace noeira::dist;
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
-// A device buffer of floats for one test (the tests' own: no Tensor needed to hold bytes).
-class DeviceBuffer {
+// A device buffer of T for one test (the tests' own: no Tensor needed to hold bytes).
+template <class T>
+class DeviceArray {
  public:
-  explicit DeviceBuffer(std::size_t n) : n_(n) {
-    if (n_ > 0 && cudaMalloc(reinterpret_cast<void**>(&p_), n_ * sizeof(float)) != cudaSuccess) {
+  explicit DeviceArray(std::size_t n) : n_(n) {
+    if (n_ > 0 && cudaMalloc(reinterpret_cast<void**>(&p_), n_ * sizeof(T)) != cudaSuccess) {
       throw LibraryError("cudaMalloc failed in the test");
     }
   }
-  ~DeviceBuffer() { (void)cudaFree(p_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceArray() { (void)cudaFree(p_); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
 
-  float* data() { return p_; }
-  std::span<float> span() { return {p_, n_}; }
-  std::span<float> segment(std::size_t i, std::size_t len) { return {p_ + i * len, len}; }
-  void upload(const std::vector<float>& host) {
+  T* data() { return p_; }
+  std::span<T> span() { return {p_, n_}; }
+  std::span<T> segment(std::size_t i, std::size_t len) { return {p_ + i * len, len}; }
+  void upload(const std::vector<T>& host) {
     if (n_ == 0) return;
     // From pageable memory cudaMemcpy may return before the data lands; the group's ops are
     // ordered after the suite's compute stream only, so wait for it here.
-    if (cudaMemcpy(p_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+    if (cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess ||
         cudaDeviceSynchronize() != cudaSuccess) {
       throw LibraryError("upload failed in the test");
     }
   }
-  std::vector<float> download() const {
-    std::vector<float> host(n_);
+  std::vector<T> download() const {
+    std::vector<T> host(n_);
     if (n_ == 0) return host;
-    if (cudaMemcpy(host.data(), p_, n_ * sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    if (cudaMemcpy(host.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess) {
       throw LibraryError("download failed in the test");
     }
     return host;
   }
 
  private:
-  float* p_ = nullptr;
+  T* p_ = nullptr;
   std::size_t n_;
 };
+using DeviceBuffer = DeviceArray<float>;
 
 int mpi_rank() {
   int r = 0;
@@ -259,6 +261,48 @@ TEST_F(DistNccl, EveryCollectiveExact) {
     wrong += check_all_gather(pg(), n, false);
     wrong += check_all_gather(pg(), n, true);
     for (int root = 0; root < pg().size(); ++root) wrong += check_broadcast(pg(), n, root);
+  }
+  EXPECT_EQ(wrong, 0) << "on rank " << pg().rank();
+  EXPECT_EQ(total_over_ranks(wrong), 0);
+}
+
+// bf16 sums (distributed/nccl_bf16_sums.hpp): the fp32 fold in rank order, rounded once, bit for
+// bit the MPI and simulated backends' (tests/dist_checks.hpp's check_rank_order_bf16), which
+// NCCL's own ncclBfloat16 sums, rounding at every hop, are not from 3 ranks on.
+TEST_F(DistNccl, Bf16SumsAreTheFp32FoldInRankOrder) {
+  using Bits = std::uint16_t;
+  const int ranks = pg().size();
+  const auto input = [](int rank, std::int64_t j) {
+    return bf16_bits(checks::scrambled<float>(rank, j));
+  };
+  const auto fold = [&](std::int64_t j) {
+    float acc = bf16_value(input(0, j));
+    for (int r = 1; r < ranks; ++r) acc += bf16_value(input(r, j));
+    return bf16_bits(acc);
+  };
+  std::int64_t wrong = 0;
+  for (std::int64_t n : {1, 7, 1003, 65537}) {
+    const auto len = static_cast<std::size_t>(n);
+    std::vector<Bits> host(len), want(len);
+    for (std::size_t i = 0; i < len; ++i) {
+      host[i] = input(pg().rank(), static_cast<std::int64_t>(i));
+      want[i] = fold(static_cast<std::int64_t>(i));
+    }
+    DeviceArray<Bits> buf(len);
+    buf.upload(host);
+    pg().allreduce(buf.span()).wait();
+    wrong += checks::count_bits_differ(buf.download().data(), want);
+    for (bool in_place : {false, true}) {
+      std::vector<Bits> in(len * static_cast<std::size_t>(ranks));
+      for (std::size_t j = 0; j < in.size(); ++j) in[j] = input(pg().rank(), static_cast<std::int64_t>(j));
+      for (std::size_t i = 0; i < len; ++i) want[i] = fold(pg().rank() * n + static_cast<std::int64_t>(i));
+      DeviceArray<Bits> din(in.size()), out(len);
+      din.upload(in);
+      const std::span<Bits> mine = din.segment(static_cast<std::size_t>(pg().rank()), len);
+      pg().reduce_scatter(din.span(), in_place ? mine : out.span()).wait();
+      const std::vector<Bits> got = in_place ? din.download() : out.download();
+      wrong += checks::count_bits_differ(got.data() + (in_place ? pg().rank() * n : 0), want);
+    }
   }
   EXPECT_EQ(wrong, 0) << "on rank " << pg().rank();
   EXPECT_EQ(total_over_ranks(wrong), 0);

@@ -61,6 +61,32 @@ TEST(Bf16Rounding, NearestEvenAndSpecialValues) {
   }
 }
 
+// The conversions around bf16 reductions (--reduce-dtype bf16): to_bf16 rounds as bf16_bits,
+// from_bf16 widens exactly and adds in fp32.
+TEST(Bf16Conversions, RoundNearestEvenAndWidenExactly) {
+  const KernelTable& k = fp32();
+  std::vector<float> x = random_values(4097, 11, -3.0f, 3.0f);
+  x[0] = 1.0f + 0x1p-8f;  // halfway: to even, 1
+  x[1] = std::numeric_limits<float>::infinity();
+  std::vector<std::uint16_t> bits(x.size());
+  k.to_bf16(nullptr, bits.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  std::vector<float> widened(x.size()), added(x.size(), 0.25f);
+  k.from_bf16(nullptr, GradMode::Overwrite, widened.data(), bits.data(),
+              static_cast<std::int64_t>(x.size()));
+  k.from_bf16(nullptr, GradMode::Accumulate, added.data(), bits.data(),
+              static_cast<std::int64_t>(x.size()));
+  EXPECT_EQ(widened[0], 1.0f);
+  EXPECT_EQ(widened[1], std::numeric_limits<float>::infinity());
+  std::size_t changed = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(bits[i], bf16_bits(x[i])) << i;
+    ASSERT_EQ(widened[i], round_to_bf16(x[i])) << i;
+    ASSERT_EQ(added[i], 0.25f + round_to_bf16(x[i])) << i;
+    changed += widened[i] != x[i];
+  }
+  EXPECT_GT(changed, x.size() / 2);  // random fp32 values are rarely bf16 values
+}
+
 TEST(Bf16Table, OnlyTheMatrixProductsDiffer) {
   EXPECT_EQ(bf16().precision, Precision::Bf16);
   EXPECT_EQ(fp32().precision, Precision::Fp32);

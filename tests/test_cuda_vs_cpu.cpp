@@ -81,7 +81,17 @@ TEST(CudaVsCpu, ElementwiseAreBitIdentical) {
         k.copy_columns(nullptr, GradMode::Overwrite, over.data() + 1, 8, src.data() + 2, 11, 9, 5);
         k.copy_columns(nullptr, GradMode::Accumulate, accum.data() + 1, 8, src.data() + 2, 11, 9,
                        5);
+        // bf16 round trips (--reduce-dtype bf16): rounded into bits, widened back, and added.
+        Tensor bits({(n + 1) / 2}, t);
+        auto* b16 = reinterpret_cast<std::uint16_t*>(bits.data());
+        k.to_bf16(nullptr, b16, b.data(), n);
+        Tensor widened({n}, t);
+        k.from_bf16(nullptr, GradMode::Overwrite, widened.data(), b16, n);
+        Tensor widened_acc = random_on(t, {n}, 7);
+        k.from_bf16(nullptr, GradMode::Accumulate, widened_acc.data(), b16, n);
         return Outputs{{"fill", filled.to_vector()},       {"scale", scaled.to_vector()},
+                       {"bf16 round trip", widened.to_vector()},
+                       {"bf16 widened +=", widened_acc.to_vector()},
                        {"add", sum.to_vector()},           {"add aliased", a.to_vector()},
                        {"accumulate", acc.to_vector()},    {"copy_columns =", over.to_vector()},
                        {"copy_columns +=", accum.to_vector()}};

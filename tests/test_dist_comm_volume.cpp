@@ -42,6 +42,7 @@ struct StepSetup {
   int accum = 1;
   std::int64_t persist_below = 0;
   bool prefetch = true;
+  DType reduce_dtype = DType::F32;
 };
 
 StepVolume one_step(ProcessGroup& pg, Policy policy, const StepSetup& setup) {
@@ -49,7 +50,8 @@ StepVolume one_step(ProcessGroup& pg, Policy policy, const StepSetup& setup) {
   Net4 model(Init(Target::Cpu, harness::init_spec(11)));
   Context ctx = Context::for_target(Target::Cpu);
   ShardingPolicy sharding(policy, walk_units(model), pg, ctx,
-                          PolicyOptions{1000, 32, setup.persist_below, setup.prefetch});
+                          PolicyOptions{1000, 32, setup.persist_below, setup.prefetch,
+                                        setup.reduce_dtype});
   pg.reset_tally();
   sharding.broadcast_initial_parameters();
   StepVolume v;
@@ -271,6 +273,44 @@ TEST(DistCommVolume, PersistedUnitsAreGatheredOnlyAfterTheStep) {
       const std::vector<StepVolume> at = run(Policy::Zero3, n, {1, 330, prefetch});
       EXPECT_EQ(at[0].step.elements_of(Collective::AllGather),
                 2 * l.shard_size - last_units(l, prefetch ? 2 : 1));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace noeira::dist
+
+namespace noeira::dist {
+namespace {
+
+// --reduce-dtype bf16 (issue 14): the gradient reductions move the same elements in the same ops
+// at half the bytes; the gathers of parameters and the initial broadcast stay fp32.
+TEST(DistCommVolume, Bf16ReductionsHalveTheirBytes) {
+  for (int n : {2, 3}) {
+    for (int k : {1, 2}) {
+      for (Policy p : kPolicies) {
+        SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks, accum " << k);
+        const std::vector<StepVolume> fp32 = run(p, n, {k, 0, true, DType::F32});
+        const std::vector<StepVolume> bf16 = run(p, n, {k, 0, true, DType::BF16});
+        for (int r = 0; r < n; ++r) {
+          const CollectiveTally& a = fp32[static_cast<std::size_t>(r)].step;
+          const CollectiveTally& b = bf16[static_cast<std::size_t>(r)].step;
+          std::int64_t reduced = 0;
+          for (std::size_t c = 0; c < kCollectiveKinds; ++c) {
+            EXPECT_EQ(b.ops[c], a.ops[c]);
+            EXPECT_EQ(b.elements[c], a.elements[c]);
+          }
+          for (Collective c : {Collective::AllReduce, Collective::ReduceScatter}) {
+            EXPECT_EQ(a.bytes_of(c), 4 * a.elements_of(c));
+            EXPECT_EQ(b.bytes_of(c), 2 * b.elements_of(c));
+            reduced += b.elements_of(c);
+          }
+          EXPECT_GE(reduced, fp32[0].layout.shard_size);  // not vacuous: the gradient was reduced
+          EXPECT_EQ(b.bytes_of(Collective::AllGather), a.bytes_of(Collective::AllGather));
+          EXPECT_EQ(bf16[static_cast<std::size_t>(r)].initial.bytes_of(Collective::Broadcast),
+                    4 * fp32[0].layout.full_size);
+        }
+      }
     }
   }
 }

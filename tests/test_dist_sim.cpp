@@ -38,6 +38,14 @@ TEST_P(DistSim, SumsEqualTheLeftFoldBitForBit) {
   for (std::size_t r = 0; r < wrong.size(); ++r) EXPECT_EQ(wrong[r], 0) << "rank " << r;
 }
 
+TEST(DistSimBf16, TheBf16CheckTellsFp32AccumulationFromBf16Hops) {
+  // check_rank_order_bf16 passes only an fp32 accumulation; a backend adding in bf16 hop by hop
+  // would pass too if the data never told the two apart.
+  EXPECT_EQ(checks::bf16_hops_differ(2, 1003), 0);  // one addition, one rounding: the same
+  EXPECT_GT(checks::bf16_hops_differ(3, 1003), 20);
+  EXPECT_GT(checks::bf16_hops_differ(5, 1003), 40);
+}
+
 TEST_P(DistSim, SumsInRankOrder) {
   // fp32 addition is not associative: (1 + 2^25) - 2^25 == 0 but 1 + (2^25 - 2^25) == 1. Rank 0
   // holds 1, rank 1 2^25, rank 2 -2^25, then zeros; the fixed order 0, 1, 2, ... must give 0.

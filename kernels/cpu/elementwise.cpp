@@ -1,4 +1,5 @@
 #include "kernels/activation_math.hpp"
+#include "kernels/bf16_math.hpp"
 #include "kernels/cpu/activation_dispatch.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
@@ -41,6 +42,18 @@ void accumulate_typed(Stream, DType dtype, void* y, const void* x, std::int64_t 
     case DType::BF16: break;
   }
   NOEIRA_CHECK(false, "accumulate_typed: no ", to_string(dtype), " sums");
+}
+
+void to_bf16(Stream, std::uint16_t* y, const float* x, std::int64_t n) {
+  parallel_for(n, [&](std::int64_t i) { y[i] = bf16_bits(x[i]); });
+}
+
+void from_bf16(Stream, GradMode mode, float* y, const std::uint16_t* x, std::int64_t n) {
+  if (mode == GradMode::Overwrite) {
+    parallel_for(n, [&](std::int64_t i) { y[i] = bf16_value(x[i]); });
+  } else {
+    parallel_for(n, [&](std::int64_t i) { y[i] += bf16_value(x[i]); });
+  }
 }
 
 void copy_columns(Stream, GradMode mode, float* dst, std::int64_t dst_stride, const float* src,

@@ -1,6 +1,7 @@
 // Element-wise kernels: one functor each over the shared grid-stride launcher; the activation
 // math comes from kernels/activation_math.hpp, as on the CPU.
 #include "kernels/activation_math.hpp"
+#include "kernels/bf16_math.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/error.hpp"
@@ -101,6 +102,22 @@ struct ActBackward {
   }
 };
 
+struct ToBf16 {
+  std::uint16_t* y;
+  const float* x;
+  __device__ void operator()(std::int64_t i) const { y[i] = bf16_bits(x[i]); }
+};
+
+struct FromBf16 {
+  GradMode mode;
+  float* y;
+  const std::uint16_t* x;
+  __device__ void operator()(std::int64_t i) const {
+    const float v = bf16_value(x[i]);
+    y[i] = mode == GradMode::Overwrite ? v : y[i] + v;
+  }
+};
+
 }  // namespace
 
 void fill(Stream s, float* x, float value, std::int64_t n) { launch_map(s, n, Fill{x, value}); }
@@ -126,6 +143,14 @@ void accumulate_typed(Stream s, DType dtype, void* y, const void* x, std::int64_
     case DType::BF16: break;
   }
   NOEIRA_CHECK(false, "accumulate_typed: no ", to_string(dtype), " sums");
+}
+
+void to_bf16(Stream s, std::uint16_t* y, const float* x, std::int64_t n) {
+  launch_map(s, n, ToBf16{y, x});
+}
+
+void from_bf16(Stream s, GradMode mode, float* y, const std::uint16_t* x, std::int64_t n) {
+  launch_map(s, n, FromBf16{mode, y, x});
 }
 
 void copy_columns(Stream s, GradMode mode, float* dst, std::int64_t dst_stride, const float* src,

@@ -252,6 +252,11 @@ void add_train_command(CLI::App& app, Command& c) {
       ->check(CLI::IsMember({"sync", "local"}));
   a.add_option("--bucket-mb", t.bucket_mb, "DDP gradient bucket size in MiB")
       ->check(real_in(0.001, 1e5));
+  a.add_option("--reduce-dtype", t.reduce_dtype,
+               "What the gradient reductions send: fp32, or bf16 (half the bytes; rounded to "
+               "bfloat16, summed in fp32 in rank order, rounded once; gradients, optimizer and "
+               "checkpoints stay fp32)")
+      ->check(CLI::IsMember(kReduceDtypeNames.names()));
   a.add_option("--zero3-persist-below", t.zero3_persist_below,
                "zero3: units of fewer parameters stay gathered on every rank, never gathered per "
                "forward and vjp (0: none; DeepSpeed's persistence threshold is 100000)")

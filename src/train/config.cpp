@@ -27,7 +27,8 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"log-format", std::string(to_string(c.log_format))},
       {"log-every", c.log_every},
       {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
-      {"bucket-mb", c.bucket_mb}, {"watchdog-timeout", c.watchdog_timeout},
+      {"bucket-mb", c.bucket_mb}, {"reduce-dtype", c.reduce_dtype},
+      {"watchdog-timeout", c.watchdog_timeout},
       {"zero3-persist-below", c.zero3_persist_below},
       {"no-zero3-prefetch", c.no_zero3_prefetch},
       {"checkpoint-activations", c.checkpoint_activations},
@@ -83,9 +84,12 @@ Target parse_device(std::string_view name) { return kDeviceNames.parse(name); }
 
 Precision parse_precision(std::string_view name) { return kPrecisionNames.parse(name); }
 
+DType parse_reduce_dtype(std::string_view name) { return kReduceDtypeNames.parse(name); }
+
 void validate(const TrainConfig& c) {
   (void)parse_device(c.device);
   (void)parse_precision(c.precision);
+  (void)parse_reduce_dtype(c.reduce_dtype);
   auto positive = [](std::int64_t v, const char* flag) {
     if (v <= 0) throw InputError(detail::concat("--", flag, " must be positive, got ", v));
   };

@@ -22,6 +22,9 @@ inline constexpr NameTable<Target, 2> kDeviceNames{
     {{{Target::Cpu, "cpu"}, {Target::Cuda, "cuda"}}}, "--device"};
 inline constexpr NameTable<Precision, 2> kPrecisionNames{
     {{{Precision::Fp32, "fp32"}, {Precision::Bf16, "bf16"}}}, "--precision"};
+// The wire type of the gradient reductions (distributed/grad_reducer.hpp).
+inline constexpr NameTable<DType, 2> kReduceDtypeNames{
+    {{{DType::F32, "fp32"}, {DType::BF16, "bf16"}}}, "--reduce-dtype"};
 std::string_view to_string(LogFormat format);
 LogFormat parse_log_format(std::string_view name);
 
@@ -84,6 +87,9 @@ struct TrainConfig {
   std::string policy = "ddp";            // ddp | zero1 | zero2 | zero3
   int sim_ranks = 0;
   double bucket_mb = 25.0;               // DDP gradient bucket size
+  // fp32 | bf16: what the gradient reductions send (bf16: rounded, summed in fp32, rounded once;
+  // every policy's gradients then hold the same bits). Gradients stay fp32 everywhere else.
+  std::string reduce_dtype = "fp32";
   std::int64_t zero3_persist_below = 0;  // ZeRO-3: smaller units stay gathered (PolicyOptions)
   bool no_zero3_prefetch = false;        // ZeRO-3: each gather when its unit starts
   bool checkpoint_activations = false;   // blocks recompute their forward in vjp
@@ -118,6 +124,7 @@ LrSchedule lr_schedule(const TrainConfig& config, std::int64_t total_steps);
 // The target --device names: "cpu" or "cuda"; anything else is an InputError.
 Target parse_device(std::string_view name);
 Precision parse_precision(std::string_view name);
+DType parse_reduce_dtype(std::string_view name);
 
 // Whether the run trains a language model on text (--data text) rather than classifying images.
 inline bool is_text(const TrainConfig& config) { return config.data == "text"; }

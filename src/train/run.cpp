@@ -49,6 +49,7 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
       std::max<std::int64_t>(1, static_cast<std::int64_t>(cfg.bucket_mb * 1024.0 * 1024.0 / 4.0));
   o.persist_below = cfg.zero3_persist_below;
   o.prefetch = !cfg.no_zero3_prefetch;
+  o.reduce_dtype = parse_reduce_dtype(cfg.reduce_dtype);
   return o;
 }
 
@@ -350,7 +351,9 @@ TrainOutcome run_train(const TrainConfig& given) {
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
                                    "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
                                    cfg.precision == "bf16" ? " (bf16 products)" : "",
-                                   ", policy ", cfg.policy, ", threads per rank ", threads,
+                                   ", policy ", cfg.policy,
+                                   cfg.reduce_dtype == "bf16" ? " (bf16 reductions)" : "",
+                                   ", threads per rank ", threads,
                                    target == Target::Cpu ? ", OpenBLAS kernels " : "",
                                    target == Target::Cpu ? cpu::blas_core() : std::string()));
       progress.note(detail::concat(
