@@ -192,6 +192,7 @@ train() {  # train <label> [flags...]: one epoch of the mlp preset on the GPU
 }
 train 1-rank
 train zero3-2-sim --sim-ranks 2 --policy zero3
+train zero2-2-sim-bf16-reductions --sim-ranks 2 --policy zero2 --reduce-dtype bf16
 
 # --- 3b. a GPT on text: gpt-char for 300 steps on the GPU, then generation ----------------------
 text_dir=${TEXT_DIR:-/usr/share/games/fortunes}

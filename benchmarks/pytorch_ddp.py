@@ -28,6 +28,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.distributed.optim import ZeroRedundancyOptimizer
 from torch.nn.parallel import DistributedDataParallel
 
@@ -51,6 +52,10 @@ def run(rank, args):
     x_test, y_test = load(args.data_dir, "t10k")
     # DDP broadcasts rank 0's parameters at construction, so replicas start identical.
     model = DistributedDataParallel(make_model())
+    if args.compress == "fp16":
+        # Gradients sent as fp16 (gloo has no bf16 sums: "Invalid scalar type"): PyTorch's
+        # nearest peer of noeira's --reduce-dtype bf16 on the CPU.
+        model.register_comm_hook(None, default_hooks.fp16_compress_hook)
     if args.policy == "zero":
         opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.Adam,
                                       lr=args.lr)
@@ -102,6 +107,7 @@ def run(rank, args):
     if rank == 0:
         print(json.dumps({"framework": "pytorch", "torch": torch.__version__,
                           "policy": args.policy, "world": args.world, "backend": "gloo",
+                          "compress": args.compress,
                           "threads": torch.get_num_threads(), "schedule": args.schedule,
                           "epoch_times": epoch_times, **record}), flush=True)
     dist.destroy_process_group()
@@ -119,6 +125,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--schedule", choices=["cosine", "constant"], default="cosine")
     p.add_argument("--port", type=int, default=0, help="rendezvous port (0: a free one)")
+    p.add_argument("--compress", choices=["none", "fp16"], default="none",
+                   help="DDP gradients on the wire: as they are, or fp16 (fp16_compress_hook)")
     args = p.parse_args()
     if args.port == 0:
         args.port = free_port()

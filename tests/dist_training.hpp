@@ -93,6 +93,7 @@ struct RunOptions {
   bool hooks = true;        // unit drivers; false: plain forward / vjp
   std::int64_t bucket_elements = 64;  // several buckets for the small net
   Target target = Target::Cpu;        // the group's buffer target
+  DType reduce_dtype = DType::F32;     // the gradient reductions' wire (--reduce-dtype)
 };
 
 // Everything one rank does in a run: build, broadcast, train kSteps, report. The same code runs
@@ -113,7 +114,7 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
   Net model(Init(o.target, init_spec(o.rank_seeds ? 7 + 1000 * r : 7)));
   result.before_broadcast = walk_values(model);
   Context ctx = Context::for_target(o.target, stream.get());
-  ShardingPolicy policy(o.policy, walk_units(model), pg, ctx, PolicyOptions{o.bucket_elements, 32});
+  ShardingPolicy policy(o.policy, walk_units(model), pg, ctx, PolicyOptions{o.bucket_elements, 32, 0, true, o.reduce_dtype});
   policy.broadcast_initial_parameters();
   Optimizer opt(adam());
   CrossEntropyLoss loss;

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <span>
 #include <vector>
 
+#include "dist_checks.hpp"
 #include "dist_training.hpp"
+#include "kernels/bf16_math.hpp"
 #include "gpu_skip.hpp"
 #include "distributed/sim_process_group.hpp"
 
@@ -303,6 +306,56 @@ TEST(CudaSimPolicy, ZeroStagesBitIdenticalToDdp) {
         EXPECT_EQ(zero.params[static_cast<std::size_t>(r)], ddp.params[static_cast<std::size_t>(r)]);
       }
     }
+  }
+}
+
+// --reduce-dtype bf16 on the GPU. The simulated world's bf16 sums on the device (from_bf16 into
+// fp32 scratch, to_bf16 once) are the CPU fold's bits at 3 ranks, where a sum in bf16 hop by hop
+// would differ; and every policy trains with bf16 reductions on the GPU as on the CPU (within
+// the products' tolerance: cuBLAS and OpenBLAS round differently), ZeRO's bits DDP's.
+TEST(CudaSimPolicy, Bf16ReductionsAsOnTheCpu) {
+  NOEIRA_REQUIRE_GPU();
+  constexpr std::int64_t n = 4099;
+  auto input = [](int rank, std::int64_t j) { return bf16_bits(checks::scrambled<float>(rank, j)); };
+  std::vector<std::vector<std::uint16_t>> got(3);
+  run_simulated(
+      3,
+      [&](ProcessGroup& pg) {
+        const KernelTable& k = kernels_for(Target::Cuda);
+        std::vector<std::uint16_t> host(static_cast<std::size_t>(n));
+        for (std::int64_t j = 0; j < n; ++j) host[static_cast<std::size_t>(j)] = input(pg.rank(), j);
+        Tensor device({(n + 1) / 2}, Target::Cuda);
+        auto* bits = reinterpret_cast<std::uint16_t*>(device.data());
+        k.upload(nullptr, bits, host.data(), host.size() * sizeof(std::uint16_t));
+        pg.allreduce(std::span<std::uint16_t>(bits, host.size())).wait();
+        k.download(nullptr, host.data(), bits, host.size() * sizeof(std::uint16_t));
+        k.synchronize(nullptr);
+        got[static_cast<std::size_t>(pg.rank())] = host;
+      },
+      {}, Target::Cuda);
+  std::int64_t wrong = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    float acc = bf16_value(input(0, j));
+    for (int r = 1; r < 3; ++r) acc += bf16_value(input(r, j));
+    for (const auto& rank : got) wrong += rank[static_cast<std::size_t>(j)] != bf16_bits(acc);
+  }
+  EXPECT_EQ(wrong, 0);
+
+  RunResult ddp;
+  for (Policy p : kPolicies) {
+    SCOPED_TRACE(to_string(p));
+    RunOptions o{p, 3};
+    o.reduce_dtype = DType::BF16;
+    const RunResult cpu = train_distributed(o);
+    const RunResult gpu = train_distributed(on_gpu(o));
+    EXPECT_NE(gpu.params[0], train_distributed(on_gpu({p, 3})).params[0]) << "nothing was rounded";
+    const double tol = 1e-4 * max_abs(cpu.params[0]) + 1e-6;
+    for (std::size_t i = 0; i < cpu.params[0].size(); ++i) {
+      ASSERT_NEAR(gpu.params[0][i], cpu.params[0][i], tol) << i;
+    }
+    EXPECT_EQ(gpu.params[2], gpu.params[0]);
+    if (p == Policy::Ddp) ddp = gpu;
+    else EXPECT_EQ(gpu.params[0], ddp.params[0]);
   }
 }
 
