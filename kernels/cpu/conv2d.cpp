@@ -1,23 +1,19 @@
-// Convolutions on the CPU: im2col (kernels/cpu/im2col.hpp) and a product (kernels/cpu/gemm.hpp,
-// at the table's precision) per image and group, the images spread over the threads, each with
-// its own columns in the workspace.
+// Convolutions on the CPU: oneDNN's convolution primitives (kernels/cpu/onednn_conv.hpp, the
+// direct convolutions PyTorch's CPU convolutions run), at the table's precision, over slices of
+// the batch spread over the threads.
 //
-// Every sgemm runs on one thread, whatever the thread count. OpenBLAS's own threads cut a product
-// into tiles by their number, and the tiles' edges change the bits (measured: one image of a
-// 16-channel 16x16 convolution differs between 3 threads and 1 or 2), so which products run is
-// a function of the sizes alone, and only whole products are spread over the threads.
-//
-// The weight gradient sums over images: the images are cut into a fixed number of blocks
-// (filter_blocks, from the sizes), each block sums its images in order into a partial of its
-// own, and the partials are added in block order. A weight too large for partials (one block)
-// is cut into fixed chunks of output channels instead, each summing every image in order.
-#include <omp.h>
-
+// The same bits for any thread count: every primitive runs on one thread, and the slices are a
+// function of the sizes alone (oneDNN splits a primitive's sums by its thread count).
+// - Forward and input gradient: chunks of kChunkImages images, each its own primitive call.
+// - Weight gradient: a sum over images. The images are cut into a fixed number of blocks
+//   (filter_blocks), each summed by one call into a partial of its own, and the partials are
+//   added in block order. A weight too large for several partials (one block) is cut instead
+//   into fixed chunks of output channels, each summing every image in one call.
 #include <algorithm>
 
 #include "kernels/cpu/cpu_kernels.hpp"
-#include "kernels/cpu/gemm.hpp"
-#include "kernels/cpu/im2col.hpp"
+#include "kernels/cpu/onednn.hpp"
+#include "kernels/cpu/onednn_conv.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/error.hpp"
 
@@ -25,72 +21,33 @@ namespace noeira::cpu {
 
 namespace {
 
-// The sizes one image's products see.
-struct ConvSizes {
-  std::int64_t in_image, out_image;  // floats of one input and one output image
-  std::int64_t out_pixels;
-  std::int64_t group_in, group_out;  // channels per group
-  std::int64_t group_taps;           // group_in · k · k: the products' inner dimension
-  std::int64_t weight;               // floats of the weight
-  std::int64_t columns;              // floats of one image's im2col (0 when pointwise)
+// Images a forward or input-gradient call takes: enough for oneDNN's kernels to run at speed,
+// few enough that a batch makes several calls for the threads to share.
+constexpr std::int64_t kChunkImages = 8;
 
-  explicit ConvSizes(const ConvGeometry& g)
-      : in_image(g.in_channels * g.in_height * g.in_width),
-        out_image(g.out_channels * g.out_height * g.out_width),
-        out_pixels(g.out_height * g.out_width),
-        group_in(g.in_channels / g.groups),
-        group_out(g.out_channels / g.groups),
-        group_taps(group_in * g.kernel * g.kernel),
-        weight(g.out_channels * group_taps),
-        columns(conv_is_pointwise(g) ? 0 : g.in_channels * g.kernel * g.kernel * out_pixels) {}
-};
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Blocks of images whose weight-gradient partials are summed in order. A function of the sizes
-// only (never of the thread count), and bounded so that the partials stay a few MiB.
-constexpr std::int64_t kMaxFilterBlocks = 32;
-constexpr std::int64_t kFilterPartialFloats = std::int64_t{1} << 22;  // 16 MiB
-std::int64_t filter_blocks(const ConvGeometry& g) {
-  const ConvSizes z(g);
-  return std::clamp<std::int64_t>(std::min(kFilterPartialFloats / z.weight, kMaxFilterBlocks), 1,
-                                  std::max<std::int64_t>(g.images, 1));
+std::int64_t weight_floats(const ConvGeometry& g) {
+  return g.out_channels * (g.in_channels / g.groups) * g.kernel * g.kernel;
 }
 
-// With one block, chunks of each group's output channels (at least 16 rows each) run on the
-// threads, each with its own im2col of every image.
+// Blocks of images whose weight-gradient partials are summed in order: at most one per chunk of
+// images and kMaxFilterBlocks, and the partials at most 16 MiB.
+constexpr std::int64_t kMaxFilterBlocks = 32;
+constexpr std::int64_t kFilterPartialFloats = std::int64_t{1} << 22;
+std::int64_t filter_blocks(const ConvGeometry& g) {
+  const std::int64_t fit = kFilterPartialFloats / std::max<std::int64_t>(weight_floats(g), 1);
+  return std::clamp<std::int64_t>(std::min(fit, kMaxFilterBlocks), 1,
+                                  std::max<std::int64_t>(ceil_div(g.images, kChunkImages), 1));
+}
+
+// With one block, chunks of the output channels (at least 16 each; groups = 1 only).
 constexpr std::int64_t kMaxFilterRowChunks = 8;
 constexpr std::int64_t kMinFilterChunkRows = 16;
 std::int64_t filter_row_chunks(const ConvGeometry& g) {
-  if (filter_blocks(g) > 1) return 1;
-  return std::clamp<std::int64_t>(g.out_channels / g.groups / kMinFilterChunkRows, 1,
-                                  kMaxFilterRowChunks);
+  if (filter_blocks(g) > 1 || g.groups > 1) return 1;
+  return std::clamp<std::int64_t>(g.out_channels / kMinFilterChunkRows, 1, kMaxFilterRowChunks);
 }
-
-// Workspace slots of im2col columns: one per thread that can have work.
-std::int64_t column_slots(const ConvGeometry& g, std::int64_t threads) {
-  const std::int64_t tasks = std::max(g.images, filter_row_chunks(g));
-  return std::max<std::int64_t>(1, std::min(tasks, threads));
-}
-
-// Partial sums of the weight gradient sit after the column slots (only with several blocks).
-std::int64_t partial_floats(const ConvGeometry& g) {
-  const std::int64_t blocks = filter_blocks(g);
-  return blocks > 1 ? blocks * ConvSizes(g).weight : 0;
-}
-
-// Keeps OpenBLAS on one thread while a kernel runs (its OpenMP build takes its thread count from
-// omp_get_max_threads()), and remembers the threads the kernel may spread its products over.
-class BlasOnOneThread {
- public:
-  BlasOnOneThread() : threads_(omp_get_max_threads()) { omp_set_num_threads(1); }
-  ~BlasOnOneThread() { omp_set_num_threads(threads_); }
-  BlasOnOneThread(const BlasOnOneThread&) = delete;
-  BlasOnOneThread& operator=(const BlasOnOneThread&) = delete;
-
-  int threads() const { return threads_; }
-
- private:
-  int threads_;
-};
 
 void check_geometry(const ConvGeometry& g, const char* kernel) {
   NOEIRA_CHECK(g.groups > 0 && g.in_channels % g.groups == 0 && g.out_channels % g.groups == 0,
@@ -101,13 +58,23 @@ void check_geometry(const ConvGeometry& g, const char* kernel) {
                ", padding ", g.padding);
 }
 
-// Runs body(task, slot) for tasks [0, n) over at most `slots` threads; slot is the thread's
-// columns in the workspace. Inside a BlasOnOneThread: the region's size is given explicitly.
+// Runs body(task) for tasks [0, n) over at most `threads` threads. Inside a OneThreadScope: the
+// region's size is given explicitly.
 template <class Body>
-void for_each_task(std::int64_t n, std::int64_t slots, Body&& body) {
-  const int threads = static_cast<int>(std::max<std::int64_t>(1, std::min(slots, n)));
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (std::int64_t i = 0; i < n; ++i) body(i, omp_get_thread_num());
+void for_each_task(std::int64_t n, int threads, Body&& body) {
+  const int team = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, n)));
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
+  for (std::int64_t i = 0; i < n; ++i) body(i);
+}
+
+// body(first image, images) for each chunk of kChunkImages images, over the threads.
+template <class Body>
+void for_each_chunk(const ConvGeometry& g, Body&& body) {
+  const OneThreadScope scope;
+  for_each_task(ceil_div(g.images, kChunkImages), scope.threads(), [&](std::int64_t chunk) {
+    const std::int64_t first = chunk * kChunkImages;
+    body(first, std::min(kChunkImages, g.images - first));
+  });
 }
 
 // y[c, :] += b[c] over `channels` planes of `pixels`.
@@ -119,117 +86,75 @@ void add_channel_bias(float* y, const float* b, std::int64_t channels, std::int6
   }
 }
 
-// The columns of image x: the image itself when pointwise, else im2col'd into `columns`.
-const float* columns_of(const float* x, float* columns, const ConvGeometry& g) {
-  if (conv_is_pointwise(g)) return x;
-  im2col(columns, x, g);
-  return columns;
-}
-
-// dw (beta: 0 overwrites, 1 adds) += dy · colsᵀ for one image, rows [r0, r1) of every group.
-template <Precision P>
-void filter_image(float* dw, float beta, const float* dy, const float* x, float* columns,
-                  std::int64_t r0, std::int64_t r1, const ConvGeometry& g, const ConvSizes& z) {
-  const float* cols = columns_of(x, columns, g);
-  for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-    const std::int64_t row = grp * z.group_out + r0;
-    gemm(P, false, true, r1 - r0, z.group_taps, z.out_pixels, 1.0f, dy + row * z.out_pixels,
-         z.out_pixels, cols + grp * z.group_taps * z.out_pixels, z.out_pixels, beta,
-         dw + row * z.group_taps, z.group_taps);
-  }
-}
-
 }  // namespace
 
 std::int64_t conv2d_workspace(const ConvGeometry& g) {
-  return column_slots(g, omp_get_max_threads()) * ConvSizes(g).columns + partial_floats(g);
+  return filter_blocks(g) * weight_floats(g);
 }
 
 template <Precision P>
 void conv2d_forward_at(Stream, float* y, const float* x, const float* w, const float* b,
-                    const ConvGeometry& g, float* workspace) {
+                       const ConvGeometry& g, float*) {
   check_geometry(g, "conv2d_forward");
-  const ConvSizes z(g);
-  const BlasOnOneThread blas;
-  for_each_task(g.images, column_slots(g, blas.threads()), [&](std::int64_t n, int slot) {
-    const float* cols = columns_of(x + n * z.in_image, workspace + slot * z.columns, g);
-    float* yn = y + n * z.out_image;
-    // y[group] [Co/G, Ho·Wo] = w[group] [Co/G, taps] · cols[group] [taps, Ho·Wo]
-    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-      gemm(P, false, false, z.group_out, z.out_pixels, z.group_taps, 1.0f,
-           w + grp * z.group_out * z.group_taps, z.group_taps,
-           cols + grp * z.group_taps * z.out_pixels, z.out_pixels, 0.0f,
-           yn + grp * z.group_out * z.out_pixels, z.out_pixels);
-    }
-    if (b != nullptr) add_channel_bias(yn, b, g.out_channels, z.out_pixels);
+  const std::int64_t in_image = g.in_channels * g.in_height * g.in_width;
+  const std::int64_t out_image = g.out_channels * g.out_height * g.out_width;
+  for_each_chunk(g, [&](std::int64_t first, std::int64_t images) {
+    onednn_conv_forward(P, g, {.images = images}, y + first * out_image, x + first * in_image, w,
+                        b);
   });
 }
 
 template <Precision P>
 void conv2d_backward_data_at(Stream, float* dx, const float* dy, const float* w, const float* b,
-                          const ConvGeometry& g, float* workspace) {
+                             const ConvGeometry& g, float*) {
   check_geometry(g, "conv2d_backward_data");
-  const ConvSizes z(g);
-  const bool pointwise = conv_is_pointwise(g);
-  const BlasOnOneThread blas;
-  for_each_task(g.images, column_slots(g, blas.threads()), [&](std::int64_t n, int slot) {
-    float* dxn = dx + n * z.in_image;
-    // Pointwise: the columns' gradient is the input gradient itself.
-    float* cols = pointwise ? dxn : workspace + slot * z.columns;
-    // cols[group] [taps, Ho·Wo] = w[group]ᵀ [taps, Co/G] · dy[group] [Co/G, Ho·Wo]
-    for (std::int64_t grp = 0; grp < g.groups; ++grp) {
-      gemm(P, true, false, z.group_taps, z.out_pixels, z.group_out, 1.0f,
-           w + grp * z.group_out * z.group_taps, z.group_taps,
-           dy + n * z.out_image + grp * z.group_out * z.out_pixels, z.out_pixels, 0.0f,
-           cols + grp * z.group_taps * z.out_pixels, z.out_pixels);
+  const std::int64_t in_pixels = g.in_height * g.in_width;
+  const std::int64_t in_image = g.in_channels * in_pixels;
+  const std::int64_t out_image = g.out_channels * g.out_height * g.out_width;
+  for_each_chunk(g, [&](std::int64_t first, std::int64_t images) {
+    float* dxn = dx + first * in_image;
+    onednn_conv_backward_data(P, g, {.images = images}, dxn, dy + first * out_image, w);
+    if (b == nullptr) return;
+    for (std::int64_t n = 0; n < images; ++n) {
+      add_channel_bias(dxn + n * in_image, b, g.in_channels, in_pixels);
     }
-    if (!pointwise) col2im(dxn, cols, g);
-    if (b != nullptr) add_channel_bias(dxn, b, g.in_channels, g.in_height * g.in_width);
   });
 }
 
 template <Precision P>
 void conv2d_backward_filter_at(Stream, GradMode mode, float* dw, const float* dy, const float* x,
-                            const ConvGeometry& g, float* workspace) {
+                               const ConvGeometry& g, float* workspace) {
   check_geometry(g, "conv2d_backward_filter");
-  const ConvSizes z(g);
-  const float first_beta = mode == GradMode::Accumulate ? 1.0f : 0.0f;
+  const std::int64_t weight = weight_floats(g);
   if (g.images <= 0) {
-    if (mode == GradMode::Overwrite) std::fill(dw, dw + z.weight, 0.0f);
+    if (mode == GradMode::Overwrite) std::fill(dw, dw + weight, 0.0f);
     return;
   }
-  const BlasOnOneThread blas;
-  const std::int64_t slots = column_slots(g, blas.threads());
+  NOEIRA_CHECK(workspace != nullptr, "conv2d_backward_filter: no workspace");
+  const std::int64_t in_image = g.in_channels * g.in_height * g.in_width;
+  const std::int64_t out_image = g.out_channels * g.out_height * g.out_width;
   const std::int64_t blocks = filter_blocks(g);
-  if (blocks == 1) {
-    // Straight into dw: every chunk of rows sums all images in order.
-    const std::int64_t chunks = filter_row_chunks(g);
-    for_each_task(chunks, slots, [&](std::int64_t chunk, int slot) {
-      const std::int64_t r0 = chunk * z.group_out / chunks;
-      const std::int64_t r1 = (chunk + 1) * z.group_out / chunks;
-      for (std::int64_t n = 0; n < g.images; ++n) {
-        filter_image<P>(dw, n == 0 ? first_beta : 1.0f, dy + n * z.out_image, x + n * z.in_image,
-                     workspace + slot * z.columns, r0, r1, g, z);
-      }
-    });
-    return;
-  }
-  float* partials = workspace + slots * z.columns;
-  for_each_task(blocks, slots, [&](std::int64_t block, int slot) {
+  const std::int64_t row_chunks = filter_row_chunks(g);
+  float* partials = workspace;  // [blocks, weight]
+  const OneThreadScope scope;
+  for_each_task(blocks * row_chunks, scope.threads(), [&](std::int64_t task) {
+    const std::int64_t block = task / row_chunks, chunk = task % row_chunks;
     const std::int64_t first = block * g.images / blocks;
     const std::int64_t end = (block + 1) * g.images / blocks;
-    for (std::int64_t n = first; n < end; ++n) {
-      filter_image<P>(partials + block * z.weight, n == first ? 0.0f : 1.0f, dy + n * z.out_image,
-                   x + n * z.in_image, workspace + slot * z.columns, 0, z.group_out, g, z);
-    }
+    const std::int64_t r0 = chunk * g.out_channels / row_chunks;
+    const std::int64_t r1 = (chunk + 1) * g.out_channels / row_chunks;
+    const ConvSlice slice{.images = end - first, .first_out = r0,
+                          .outs = row_chunks > 1 ? r1 - r0 : 0};
+    onednn_conv_backward_filter(P, g, slice, partials + block * weight, dy + first * out_image,
+                                x + first * in_image);
   });
   // dw (=|+=) partial 0 + partial 1 + ..., in block order for every element.
   const bool accumulate = mode == GradMode::Accumulate;
-#pragma omp parallel for schedule(static) num_threads(blas.threads()) \
-    if (z.weight * blocks >= kParallelGrain)
-  for (std::int64_t i = 0; i < z.weight; ++i) {
+#pragma omp parallel for schedule(static) num_threads(scope.threads()) \
+    if (weight * blocks >= kParallelGrain)
+  for (std::int64_t i = 0; i < weight; ++i) {
     float sum = accumulate ? dw[i] + partials[i] : partials[i];
-    for (std::int64_t block = 1; block < blocks; ++block) sum += partials[block * z.weight + i];
+    for (std::int64_t block = 1; block < blocks; ++block) sum += partials[block * weight + i];
     dw[i] = sum;
   }
 }

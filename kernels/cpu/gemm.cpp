@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/bf16_math.hpp"
+#include "kernels/cpu/onednn.hpp"
 #include "kernels/cpu/vector_isa.hpp"
 #include "kernels/error.hpp"
 
@@ -28,11 +29,6 @@ struct Bf16Product {
   dnnl::memory::desc a, b, c, scratchpad;
 };
 
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
 // Primitives a thread keeps. A run has a few shapes (its batch, a short last batch, evaluation);
 // a caller with ever new shapes starts the map again past this many, rather than grow it without
 // end (oneDNN's own primitive cache makes a rebuilt shape cheap).
@@ -40,7 +36,7 @@ constexpr std::size_t kKeptProducts = 256;
 
 // One thread's state: the conversion buffers grow to the largest operand it has seen.
 struct ThreadGemm {
-  dnnl::stream stream{cpu_engine()};
+  dnnl::stream stream{onednn_engine()};
   std::map<ProductShape, Bf16Product> products;
   std::vector<std::uint16_t> a16, b16;
   std::vector<std::uint8_t> scratchpad;
@@ -69,7 +65,7 @@ Bf16Product make_product(const ProductShape& shape) {
     sum.append_sum(beta);
     attr.set_post_ops(sum);
   }
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, cpu_engine());
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), attr, onednn_engine());
   p.scratchpad = pd.scratchpad_desc();
   p.primitive = dnnl::matmul(pd);
   return p;
@@ -105,7 +101,7 @@ void bf16_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::
   }
   const Bf16Product& p = found->second;
   if (t.scratchpad.size() < p.scratchpad.get_size()) t.scratchpad.resize(p.scratchpad.get_size());
-  const dnnl::engine& engine = cpu_engine();
+  const dnnl::engine& engine = onednn_engine();
   p.primitive.execute(t.stream,
                       {{DNNL_ARG_SRC, dnnl::memory(p.a, engine, t.a16.data())},
                        {DNNL_ARG_WEIGHTS, dnnl::memory(p.b, engine, t.b16.data())},
