@@ -1,6 +1,6 @@
 // Convolution throughput on the CPU: resnet20's 3x3 layers (CIFAR-10, batch 128) through the
-// kernel table, forward, backward data and backward filter, beside OpenBLAS sgemm at the GEMM
-// one image of the same layer makes (what the im2col convolution can reach at best).
+// kernel table (oneDNN's direct convolutions), forward, backward data and backward filter, beside
+// OpenBLAS sgemm on the layer's whole im2col product (the bound of a GEMM-based convolution).
 //
 // Each benchmark reports GFLOP/s (2·N·Co·Ho·Wo·Ci·k·k per direction) in the "gflops" counter.
 // Threads: OMP_NUM_THREADS (the comparison with PyTorch runs at 2).
@@ -68,8 +68,7 @@ void BM_Conv(benchmark::State& state) {
 }
 
 // The forward GEMM of the whole batch as one sgemm, w [Co, Ci·k·k] · columns [Ci·k·k, N·Ho·Wo]:
-// the rate the convolution's products could reach without im2col, small images or threads
-// each taking their own.
+// the rate an im2col convolution's products could reach at best, without the im2col itself.
 void BM_SgemmOfLayer(benchmark::State& state) {
   const ConvGeometry g = geometry(kLayers[state.range(0)]);
   const int m = static_cast<int>(g.out_channels);

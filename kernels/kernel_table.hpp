@@ -307,10 +307,9 @@ struct KernelTable {
   // Three linear maps of one convolution C, as cuDNN names them. ConvTranspose2D is the same
   // code with the roles swapped: its forward is conv2d_backward_data, its input gradient
   // conv2d_forward, its weight gradient conv2d_backward_filter with its input as dy.
-  // `workspace` holds conv2d_workspace(geometry) floats that the caller owns, asked for at the
-  // thread count the kernel then runs at (the CPU's im2col columns, one image's per thread, and
-  // the weight gradient's partial sums; CUDA asks for none and takes cuDNN's from its own
-  // per-stream scratch). Deterministic: the same bits for any thread count.
+  // `workspace` holds conv2d_workspace(geometry) floats that the caller owns (the CPU's
+  // weight-gradient partial sums, a function of the sizes alone; CUDA asks for none and takes
+  // cuDNN's from its own per-stream scratch). Deterministic: the same bits for any thread count.
   std::int64_t (*conv2d_workspace)(const ConvGeometry&);
   // y [images, Co, Ho, Wo] = C(x [images, Ci, H, W]; w) + b[Co] (b may be null).
   void (*conv2d_forward)(Stream, float* y, const float* x, const float* w, const float* b,

@@ -192,8 +192,8 @@ std::vector<std::vector<float>> one_step(int threads, std::int64_t rows) {
   return out;
 }
 
-// Several images go over the threads, a single image runs on one; OpenBLAS's own threads never
-// cut a product (kernels/cpu/conv2d.cpp), which a product this large would show.
+// Chunks of images go over the threads, a single image runs on one; oneDNN's own threads never
+// cut a primitive (kernels/cpu/conv2d.cpp), which a layer this large would show.
 template <class M>
 void check_same_bits_for_any_thread_count(std::initializer_list<std::int64_t> row_counts = {37,
                                                                                           1}) {

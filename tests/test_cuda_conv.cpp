@@ -1,4 +1,4 @@
-// Conv2D and ConvTranspose2D on CUDA (cuDNN) against the CPU reference (im2col + OpenBLAS): the
+// Conv2D and ConvTranspose2D on CUDA (cuDNN) against the CPU reference (oneDNN): the
 // same weights and inputs through both targets, every output and gradient compared within
 // tests/cuda_compare.hpp's GEMM tolerance, and a repeated step on CUDA compared bit for bit
 // (the algorithms are chosen deterministic). Skipped without a CUDA device.

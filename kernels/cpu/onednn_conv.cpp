@@ -1,6 +1,9 @@
 #include "kernels/cpu/onednn_conv.hpp"
 
 #include <array>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <map>
 #include <unordered_map>
 
@@ -39,12 +42,12 @@ PrimitiveKey key_of(ConvPass pass, Precision precision, const ConvGeometry& g,
 }
 
 // One argument of the primitive: the caller's plain fp32 layout and the primitive's own. When
-// they differ, the argument is staged in memory of the primitive's layout (kept from call to
-// call) through a reorder built once.
+// they differ, the argument is staged in the thread's buffer for it, in the primitive's layout,
+// through a reorder built once.
 struct Argument {
   int arg = 0;  // DNNL_ARG_*
   memory::desc plain;
-  memory staged;         // empty when the primitive takes the plain layout
+  memory::desc staged;    // zero when the primitive takes the plain layout
   dnnl::reorder reorder;  // plain -> staged for an operand, staged -> plain for the result
 };
 
@@ -58,7 +61,7 @@ Argument argument(Flow flow, int arg, const memory::desc& plain, const memory::d
   a.plain = plain;
   if (wanted != plain) {
     const dnnl::engine& engine = onednn_engine();
-    a.staged = memory(wanted, engine);
+    a.staged = wanted;
     const memory::desc& from = flow == Flow::In ? plain : wanted;
     const memory::desc& to = flow == Flow::In ? wanted : plain;
     a.reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
@@ -71,7 +74,7 @@ struct ConvPrimitive {
   std::array<Argument, 2> operands;
   Argument out;
   memory::desc bias;  // zero when there is none
-  memory scratchpad;
+  memory::desc scratchpad;
 };
 
 // The descriptions of one slice, in oneDNN's terms.
@@ -132,7 +135,7 @@ ConvPrimitive make_primitive(ConvPass pass, Precision precision, const ConvGeome
       p.operands = {argument(Flow::In, DNNL_ARG_SRC, d.plain_src, pd.src_desc()),
                     argument(Flow::In, DNNL_ARG_WEIGHTS, d.plain_weights, pd.weights_desc())};
       p.out = argument(Flow::Out, DNNL_ARG_DST, d.plain_dst, pd.dst_desc());
-      p.scratchpad = memory(pd.scratchpad_desc(), engine);
+      p.scratchpad = pd.scratchpad_desc();
       break;
     }
     case ConvPass::BackwardData: {
@@ -145,7 +148,7 @@ ConvPrimitive make_primitive(ConvPass pass, Precision precision, const ConvGeome
       p.operands = {argument(Flow::In, DNNL_ARG_DIFF_DST, d.plain_dst, pd.diff_dst_desc()),
                     argument(Flow::In, DNNL_ARG_WEIGHTS, d.plain_weights, pd.weights_desc())};
       p.out = argument(Flow::Out, DNNL_ARG_DIFF_SRC, d.plain_src, pd.diff_src_desc());
-      p.scratchpad = memory(pd.scratchpad_desc(), engine);
+      p.scratchpad = pd.scratchpad_desc();
       break;
     }
     case ConvPass::BackwardFilter: {
@@ -158,7 +161,7 @@ ConvPrimitive make_primitive(ConvPass pass, Precision precision, const ConvGeome
       p.operands = {argument(Flow::In, DNNL_ARG_DIFF_DST, d.plain_dst, pd.diff_dst_desc()),
                     argument(Flow::In, DNNL_ARG_SRC, d.plain_src, pd.src_desc())};
       p.out = argument(Flow::Out, DNNL_ARG_DIFF_WEIGHTS, d.plain_weights, pd.diff_weights_desc());
-      p.scratchpad = memory(pd.scratchpad_desc(), engine);
+      p.scratchpad = pd.scratchpad_desc();
       break;
     }
   }
@@ -169,32 +172,65 @@ ConvPrimitive make_primitive(ConvPass pass, Precision precision, const ConvGeome
 // evaluation's); a caller with ever new shapes starts the map again past this many.
 constexpr std::size_t kKeptPrimitives = 512;
 
+// Bytes at a 64-byte boundary (oneDNN's kernels read whole cache lines), grown, never shrunk.
+class StagingBuffer {
+ public:
+  void* at_least(std::size_t bytes) {
+    if (bytes > size_) {
+      const std::size_t rounded = (bytes + 63) / 64 * 64;
+      storage_.reset(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
+      if (!storage_) throw std::bad_alloc();
+      size_ = rounded;
+    }
+    return storage_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, Free> storage_;
+  std::size_t size_ = 0;
+};
+
+// One thread's state. The staging buffers serve every primitive of the thread in turn, so a
+// thread holds one slice's staged arguments, not one per layer.
 struct ThreadConvs {
   dnnl::stream stream{onednn_engine()};
   std::map<PrimitiveKey, ConvPrimitive> primitives;
+  std::array<StagingBuffer, 2> operands;
+  StagingBuffer result, scratchpad;
 };
 
+memory staged_memory(const memory::desc& desc, StagingBuffer& buffer) {
+  return memory(desc, onednn_engine(), buffer.at_least(desc.get_size()));
+}
+
 // Runs the primitive on the caller's arrays: operands staged, the convolution, the result back.
-void run(ThreadConvs& t, ConvPrimitive& p, float* out, std::array<const float*, 2> in,
+void run(ThreadConvs& t, const ConvPrimitive& p, float* out, std::array<const float*, 2> in,
          const float* bias) {
   const dnnl::engine& engine = onednn_engine();
+  const memory::desc none;
   std::unordered_map<int, memory> args;
   for (std::size_t i = 0; i < in.size(); ++i) {
-    Argument& a = p.operands[i];
+    const Argument& a = p.operands[i];
     memory user(a.plain, engine, const_cast<float*>(in[i]));
-    if (a.staged) {
-      a.reorder.execute(t.stream, user, a.staged);
-      args.emplace(a.arg, a.staged);
-    } else {
+    if (a.staged == none) {
       args.emplace(a.arg, user);
+      continue;
     }
+    memory staged = staged_memory(a.staged, t.operands[i]);
+    a.reorder.execute(t.stream, user, staged);
+    args.emplace(a.arg, staged);
   }
   memory user_out(p.out.plain, engine, out);
-  args.emplace(p.out.arg, p.out.staged ? p.out.staged : user_out);
+  const bool staged_out = p.out.staged != none;
+  memory result = staged_out ? staged_memory(p.out.staged, t.result) : user_out;
+  args.emplace(p.out.arg, result);
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(p.bias, engine, const_cast<float*>(bias)));
-  args.emplace(DNNL_ARG_SCRATCHPAD, p.scratchpad);
+  args.emplace(DNNL_ARG_SCRATCHPAD, staged_memory(p.scratchpad, t.scratchpad));
   p.conv.execute(t.stream, args);
-  if (p.out.staged) p.out.reorder.execute(t.stream, p.out.staged, user_out);
+  if (staged_out) p.out.reorder.execute(t.stream, result, user_out);
   t.stream.wait();
 }
 

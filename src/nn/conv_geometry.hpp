@@ -43,7 +43,7 @@ class ConvWorkspace {
   }
 
  private:
-  Tensor buffer_;  // [conv2d_workspace(geometry)] im2col columns and weight-gradient partials
+  Tensor buffer_;  // [conv2d_workspace(geometry)] weight-gradient partials (CPU)
 };
 
 }  // namespace noeira

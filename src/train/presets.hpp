@@ -96,6 +96,14 @@ inline constexpr FlagDefault kVitTinyDefaults[] = {
     {"--grad-clip", "1"},     {"--batch", "64"},  {"--epochs", "12"},
 };
 
+// resnet20 on Fashion-MNIST: AdamW with weight decay 0.05, random crops (padding 2) and flips, 15
+// epochs: 93.16% test accuracy, against 93.08% with Adam and no decay, 92.32% after 8 epochs and
+// 92.24% after 5 without augmentation (README.md has the figures).
+inline constexpr FlagDefault kResnet20Defaults[] = {
+    {"--optimizer", "adamw"}, {"--weight-decay", "0.05"}, {"--augment", "crop-flip"},
+    {"--epochs", "15"},
+};
+
 // The recurrent LMs: the text defaults but lr 3e-3 (lstm-char on fortunes after 2000 steps:
 // validation loss 2.36 against 2.66 at the text default of 1e-3; README.md has the figures).
 inline constexpr FlagDefault kRecurrentLmDefaults[] = {{"--lr", "3e-3"}};
@@ -111,7 +119,10 @@ inline constexpr PresetInfo kPresets[] = {
     {"linear", "784-10 softmax regression (Fashion-MNIST, MNIST)"},
     {"mlp-cifar", "3072-512-256-10 MLP, fused Linear+ReLU (CIFAR-10)"},
     {"cnn", "2 x (conv 3x3, BatchNorm, ReLU, max-pool 2), 3136-128-10 MLP (Fashion-MNIST)"},
-    {"resnet20", "CIFAR-style ResNet-20, 16-32-64 channels, for 28x28 images (Fashion-MNIST)"},
+    {"resnet20",
+     "CIFAR-style ResNet-20, 16-32-64 channels, for 28x28 images (Fashion-MNIST; defaults: adamw "
+     "weight decay 0.05, crop-flip, 15 epochs)",
+     kResnet20Defaults},
     {"resnet20-cifar", "CIFAR-style ResNet-20, 16-32-64 channels (CIFAR-10)"},
     {"resnet18", "torchvision's resnet18 with a 3x3 stem, 11.2 M parameters (CIFAR-10)"},
     {"vit-tiny",
