@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gradcheck.hpp"
@@ -134,6 +135,52 @@ TEST(VectorIsa, AdamStepsAtEveryWidthGiveTheBitsOfSse2) {
       ASSERT_EQ(got.size(), ref.size());
       EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0);
     }
+  }
+}
+
+// One BatchNorm step's kernels (moments, statistics, forward, gradient sums, backward) on planes
+// of 27 pixels (three whole lanes of 8 and a tail) past the parallel grain: every sum, output and
+// gradient at every width is the SSE2 copy's bits.
+TEST(VectorIsa, BatchNormAtEveryWidthGivesTheBitsOfSse2) {
+  IsaGuard guard;
+  const std::int64_t rows = 37, channels = 13, pixels = 75, n = rows * channels * pixels;
+  const std::vector<float> x = random_values(static_cast<std::size_t>(n), 11, -3.0f, 5.0f);
+  const std::vector<float> dy = random_values(static_cast<std::size_t>(n), 12);
+  const std::vector<float> gamma = random_values(static_cast<std::size_t>(channels), 13);
+  const std::vector<float> beta = random_values(static_cast<std::size_t>(channels), 14);
+  auto step = [&] {
+    const KernelTable& k = kernels();
+    std::vector<double> moments(2 * channels + 1), sums(2 * channels);
+    std::vector<float> mean(channels), rstd(channels), running_mean(channels, 0.0f),
+        running_var(channels, 1.0f), tracked(1, 0.0f);
+    std::vector<float> y(x.size()), dx(x.size()), dgamma(channels), dbeta(channels);
+    k.batchnorm_moments(nullptr, moments.data(), x.data(), true, rows, channels, pixels);
+    k.batchnorm_statistics(nullptr, BatchNormSource::Batch, mean.data(), rstd.data(),
+                           running_mean.data(), running_var.data(), tracked.data(),
+                           moments.data(), channels, 1e-5f, 0.1f, true);
+    k.batchnorm_forward(nullptr, y.data(), x.data(), mean.data(), rstd.data(), gamma.data(),
+                        beta.data(), rows, channels, pixels);
+    k.batchnorm_grad_sums(nullptr, sums.data(), dy.data(), x.data(), mean.data(), rstd.data(),
+                          rows, channels, pixels);
+    k.batchnorm_backward(nullptr, GradMode::Overwrite, dx.data(), dgamma.data(), dbeta.data(),
+                         sums.data(), sums.data(), moments.data(), dy.data(), x.data(),
+                         mean.data(), rstd.data(), gamma.data(), rows, channels, pixels);
+    std::vector<float> out = y;
+    out.insert(out.end(), dx.begin(), dx.end());
+    out.insert(out.end(), dgamma.begin(), dgamma.end());
+    out.insert(out.end(), dbeta.begin(), dbeta.end());
+    out.insert(out.end(), running_var.begin(), running_var.end());
+    return std::pair{out, std::vector<double>(moments.begin(), moments.end() - 1)};
+  };
+  cpu::set_vector_isa(VectorIsa::Sse2);
+  const auto [ref, ref_moments] = step();
+  for (VectorIsa isa : available_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    cpu::set_vector_isa(isa);
+    const auto [got, got_moments] = step();
+    EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0);
+    EXPECT_EQ(std::memcmp(got_moments.data(), ref_moments.data(),
+                          got_moments.size() * sizeof(double)), 0);
   }
 }
 
