@@ -254,3 +254,37 @@ TEST(ConvTranspose2D, SameBitsForAnyThreadCount) {
 
 }  // namespace
 }  // namespace noeira
+
+namespace noeira {
+namespace {
+
+// A geometry oneDNN refuses (an output size the window cannot give), over several chunks of
+// images on several threads: one error naming the kernel and the geometry, thrown to the caller
+// from inside the threads' region, not a terminated process.
+TEST(Conv2DKernels, AGeometryOneDnnRefusesIsAnErrorNamingIt) {
+  const KernelTable& k = kernels_for(Target::Cpu);
+  const ConvGeometry g{.images = 20, .in_channels = 3, .in_height = 8, .in_width = 8,
+                       .out_channels = 4, .out_height = 5, .out_width = 5, .kernel = 3,
+                       .stride = 1, .padding = 0};  // 8 - 3 + 1 = 6, not 5
+  std::vector<float> x(20 * 3 * 8 * 8, 1.0f), y(20 * 4 * 5 * 5), w(4 * 3 * 3 * 3, 1.0f);
+  std::vector<float> workspace(static_cast<std::size_t>(k.conv2d_workspace(g)));
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  try {
+    k.conv2d_forward(nullptr, y.data(), x.data(), w.data(), nullptr, g, workspace.data());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("conv2d_forward (oneDNN) of 8x3x8x8 to 4 channels, kernel 3"),
+              std::string::npos)
+        << what;
+  }
+  EXPECT_THROW(k.conv2d_backward_filter(nullptr, GradMode::Overwrite, w.data(), y.data(),
+                                        x.data(), g, workspace.data()),
+               Error);
+  EXPECT_EQ(omp_get_max_threads(), 2);  // the kernel's one-thread scope is undone
+  omp_set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace noeira

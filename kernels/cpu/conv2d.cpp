@@ -10,6 +10,8 @@
 //   added in block order. A weight too large for several partials (one block) is cut instead
 //   into fixed chunks of output channels, each summing every image in one call.
 #include <algorithm>
+#include <atomic>
+#include <exception>
 
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/onednn.hpp"
@@ -59,12 +61,25 @@ void check_geometry(const ConvGeometry& g, const char* kernel) {
 }
 
 // Runs body(task) for tasks [0, n) over at most `threads` threads. Inside a OneThreadScope: the
-// region's size is given explicitly.
+// region's size is given explicitly. An exception may not leave an OpenMP region (the process
+// would terminate), so the first task's error is kept, the others' tasks skipped, and it is
+// rethrown after the region: a primitive oneDNN refuses is the caller's one-line error.
 template <class Body>
 void for_each_task(std::int64_t n, int threads, Body&& body) {
   const int team = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, n)));
+  std::exception_ptr error;
+  std::atomic<bool> failed{false};
 #pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
-  for (std::int64_t i = 0; i < n; ++i) body(i);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (failed.load(std::memory_order_relaxed)) continue;
+    try {
+      body(i);
+    } catch (...) {
+#pragma omp critical(noeira_conv_error)
+      if (!failed.exchange(true)) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 // body(first image, images) for each chunk of kChunkImages images, over the threads.
