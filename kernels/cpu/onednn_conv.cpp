@@ -1,12 +1,11 @@
 #include "kernels/cpu/onednn_conv.hpp"
 
 #include <array>
-#include <cstdlib>
-#include <memory>
-#include <new>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/onednn.hpp"
 #include "kernels/error.hpp"
 
@@ -172,24 +171,23 @@ ConvPrimitive make_primitive(ConvPass pass, Precision precision, const ConvGeome
 // evaluation's); a caller with ever new shapes starts the map again past this many.
 constexpr std::size_t kKeptPrimitives = 512;
 
-// Bytes at a 64-byte boundary (oneDNN's kernels read whole cache lines), grown, never shrunk.
+// Bytes from the CPU target's allocator (64-byte aligned: oneDNN's kernels read whole cache
+// lines), grown, never shrunk.
 class StagingBuffer {
  public:
   void* at_least(std::size_t bytes) {
     if (bytes > size_) {
-      const std::size_t rounded = (bytes + 63) / 64 * 64;
-      storage_.reset(static_cast<std::byte*>(std::aligned_alloc(64, rounded)));
-      if (!storage_) throw std::bad_alloc();
-      size_ = rounded;
+      storage_.reset(allocate(bytes));
+      size_ = bytes;
     }
     return storage_.get();
   }
 
  private:
-  struct Free {
-    void operator()(std::byte* p) const { std::free(p); }
+  struct Release {
+    void operator()(void* p) const { release(p); }
   };
-  std::unique_ptr<std::byte, Free> storage_;
+  std::unique_ptr<void, Release> storage_;
   std::size_t size_ = 0;
 };
 
