@@ -114,22 +114,22 @@ ConvPrimitive make_primitive(ConvPass pass, Precision precision, const ConvGeome
   const dnnl::engine& engine = onednn_engine();
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  // The forward convolution with a result of type `result` and a bias (a zero desc: none).
+  auto forward = [&](DataType result, const memory::desc& bias_desc) {
+    return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct,
+                                           any(d.src, op), any(d.weights, op), bias_desc,
+                                           any(d.dst, result), d.strides, d.dilates, d.padding,
+                                           d.padding);
+  };
   // The backward passes take a forward description as a hint of the layouts to choose.
-  const dnnl::convolution_forward::primitive_desc hint(
-      dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, any(d.src, op),
-                                      any(d.weights, op), any(d.dst, op), d.strides, d.dilates,
-                                      d.padding, d.padding),
-      engine);
+  auto hint = [&] {
+    return dnnl::convolution_forward::primitive_desc(forward(op, memory::desc()), engine);
+  };
   ConvPrimitive p;
   switch (pass) {
     case ConvPass::Forward: {
       if (bias) p.bias = memory::desc({d.dst[1]}, f32, Tag::a);
-      const dnnl::convolution_forward::primitive_desc pd(
-          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct,
-                                          any(d.src, op), any(d.weights, op), p.bias,
-                                          any(d.dst, f32), d.strides, d.dilates, d.padding,
-                                          d.padding),
-          attr, engine);
+      const dnnl::convolution_forward::primitive_desc pd(forward(f32, p.bias), attr, engine);
       p.conv = dnnl::convolution_forward(pd);
       p.operands = {argument(Flow::In, DNNL_ARG_SRC, d.plain_src, pd.src_desc()),
                     argument(Flow::In, DNNL_ARG_WEIGHTS, d.plain_weights, pd.weights_desc())};
@@ -142,7 +142,7 @@ ConvPrimitive make_primitive(ConvPass pass, Precision precision, const ConvGeome
           dnnl::convolution_backward_data::desc(direct, any(d.src, f32), any(d.weights, op),
                                                 any(d.dst, op), d.strides, d.dilates, d.padding,
                                                 d.padding),
-          attr, engine, hint);
+          attr, engine, hint());
       p.conv = dnnl::convolution_backward_data(pd);
       p.operands = {argument(Flow::In, DNNL_ARG_DIFF_DST, d.plain_dst, pd.diff_dst_desc()),
                     argument(Flow::In, DNNL_ARG_WEIGHTS, d.plain_weights, pd.weights_desc())};
@@ -155,7 +155,7 @@ ConvPrimitive make_primitive(ConvPass pass, Precision precision, const ConvGeome
           dnnl::convolution_backward_weights::desc(direct, any(d.src, op), any(d.weights, f32),
                                                    any(d.dst, op), d.strides, d.dilates,
                                                    d.padding, d.padding),
-          attr, engine, hint);
+          attr, engine, hint());
       p.conv = dnnl::convolution_backward_weights(pd);
       p.operands = {argument(Flow::In, DNNL_ARG_DIFF_DST, d.plain_dst, pd.diff_dst_desc()),
                     argument(Flow::In, DNNL_ARG_SRC, d.plain_src, pd.src_desc())};
