@@ -33,6 +33,14 @@ std::int64_t weight_floats(const ConvGeometry& g) {
   return g.out_channels * (g.in_channels / g.groups) * g.kernel * g.kernel;
 }
 
+// Floats of one input image and of one output image.
+std::int64_t in_image_floats(const ConvGeometry& g) {
+  return g.in_channels * g.in_height * g.in_width;
+}
+std::int64_t out_image_floats(const ConvGeometry& g) {
+  return g.out_channels * g.out_height * g.out_width;
+}
+
 // Blocks of images whose weight-gradient partials are summed in order: at most one per chunk of
 // images and kMaxFilterBlocks, and the partials at most 16 MiB.
 constexpr std::int64_t kMaxFilterBlocks = 32;
@@ -111,8 +119,8 @@ template <Precision P>
 void conv2d_forward_at(Stream, float* y, const float* x, const float* w, const float* b,
                        const ConvGeometry& g, float*) {
   check_geometry(g, "conv2d_forward");
-  const std::int64_t in_image = g.in_channels * g.in_height * g.in_width;
-  const std::int64_t out_image = g.out_channels * g.out_height * g.out_width;
+  const std::int64_t in_image = in_image_floats(g);
+  const std::int64_t out_image = out_image_floats(g);
   for_each_chunk(g, [&](std::int64_t first, std::int64_t images) {
     onednn_conv_forward(P, g, {.images = images}, y + first * out_image, x + first * in_image, w,
                         b);
@@ -123,15 +131,14 @@ template <Precision P>
 void conv2d_backward_data_at(Stream, float* dx, const float* dy, const float* w, const float* b,
                              const ConvGeometry& g, float*) {
   check_geometry(g, "conv2d_backward_data");
-  const std::int64_t in_pixels = g.in_height * g.in_width;
-  const std::int64_t in_image = g.in_channels * in_pixels;
-  const std::int64_t out_image = g.out_channels * g.out_height * g.out_width;
+  const std::int64_t in_image = in_image_floats(g);
+  const std::int64_t out_image = out_image_floats(g);
   for_each_chunk(g, [&](std::int64_t first, std::int64_t images) {
     float* dxn = dx + first * in_image;
     onednn_conv_backward_data(P, g, {.images = images}, dxn, dy + first * out_image, w);
     if (b == nullptr) return;
     for (std::int64_t n = 0; n < images; ++n) {
-      add_channel_bias(dxn + n * in_image, b, g.in_channels, in_pixels);
+      add_channel_bias(dxn + n * in_image, b, g.in_channels, g.in_height * g.in_width);
     }
   });
 }
@@ -146,8 +153,8 @@ void conv2d_backward_filter_at(Stream, GradMode mode, float* dw, const float* dy
     return;
   }
   NOEIRA_CHECK(workspace != nullptr, "conv2d_backward_filter: no workspace");
-  const std::int64_t in_image = g.in_channels * g.in_height * g.in_width;
-  const std::int64_t out_image = g.out_channels * g.out_height * g.out_width;
+  const std::int64_t in_image = in_image_floats(g);
+  const std::int64_t out_image = out_image_floats(g);
   const std::int64_t blocks = filter_blocks(g);
   const std::int64_t row_chunks = filter_row_chunks(g);
   float* partials = workspace;  // [blocks, weight]
