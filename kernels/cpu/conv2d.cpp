@@ -70,21 +70,26 @@ void check_geometry(const ConvGeometry& g, const char* kernel) {
 
 // Runs body(task) for tasks [0, n) over at most `threads` threads. Inside a OneThreadScope: the
 // region's size is given explicitly. An exception may not leave an OpenMP region (the process
-// would terminate), so the first task's error is kept, the others' tasks skipped, and it is
-// rethrown after the region: a primitive oneDNN refuses is the caller's one-line error.
+// would terminate), so it is kept and rethrown after the region: a primitive oneDNN refuses is
+// the caller's one-line error. The error kept is that of the lowest failing task, whichever
+// thread failed first, so the message does not depend on scheduling; tasks above a failed one
+// are skipped.
 template <class Body>
 void for_each_task(std::int64_t n, int threads, Body&& body) {
   const int team = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, n)));
   std::exception_ptr error;
-  std::atomic<bool> failed{false};
+  std::atomic<std::int64_t> lowest_failed{n};
 #pragma omp parallel for schedule(static) num_threads(team) if (team > 1)
   for (std::int64_t i = 0; i < n; ++i) {
-    if (failed.load(std::memory_order_relaxed)) continue;
+    if (i > lowest_failed.load(std::memory_order_relaxed)) continue;
     try {
       body(i);
     } catch (...) {
 #pragma omp critical(noeira_conv_error)
-      if (!failed.exchange(true)) error = std::current_exception();
+      if (i < lowest_failed.load(std::memory_order_relaxed)) {
+        lowest_failed.store(i, std::memory_order_relaxed);
+        error = std::current_exception();
+      }
     }
   }
   if (error) std::rethrow_exception(error);
