@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "dist_checks.hpp"
@@ -66,6 +67,22 @@ TEST_P(DistSim, SumsInRankOrder) {
   for (float got : results) EXPECT_EQ(got, want);
   if (n >= 3) {
     EXPECT_EQ(want, 0.0f);  // the test distinguishes orders
+  }
+}
+
+// Rank 0 runs on the caller's thread, the others on their own: a one-rank run starts no thread,
+// so its OpenMP team is the caller's (sim_process_group.cpp says why that matters for speed).
+TEST_P(DistSim, RankZeroRunsOnTheCallingThread) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::thread::id> ids(static_cast<std::size_t>(GetParam()));
+  run_simulated(GetParam(), [&](ProcessGroup& pg) {
+    ids[static_cast<std::size_t>(pg.rank())] = std::this_thread::get_id();
+    pg.barrier().wait();  // every rank alive at once: no thread reused
+  });
+  EXPECT_EQ(ids[0], caller);
+  for (std::size_t r = 1; r < ids.size(); ++r) {
+    EXPECT_NE(ids[r], caller) << "rank " << r;
+    for (std::size_t q = 1; q < r; ++q) EXPECT_NE(ids[r], ids[q]) << "ranks " << q << ", " << r;
   }
 }
 

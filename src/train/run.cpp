@@ -394,6 +394,9 @@ TrainOutcome run_train(const TrainConfig& given) {
     // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
     // its global count once here keeps the rank threads from resetting it against each other.
     openblas_set_num_threads(threads);
+    // Rank 0 runs on this thread (dist::run_simulated), which sets its share of the cores: the
+    // thread's own count is put back after the run.
+    const int caller_threads = omp_get_max_threads();
     dist::run_simulated(
         world,
         [&](dist::ProcessGroup& group) {
@@ -404,6 +407,7 @@ TrainOutcome run_train(const TrainConfig& given) {
           if (zero) outcome.summary = summary;
         },
         group_options, target);
+    omp_set_num_threads(caller_threads);
     return outcome;
   });
 }
