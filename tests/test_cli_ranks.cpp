@@ -2,6 +2,7 @@
 // part in the step, and the run is the one a single rank trains), and a batch smaller than the
 // ranks, refused before anything is loaded.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cmath>
@@ -142,6 +143,39 @@ TEST(CliRanks, MicroBatchesSmallerThanTheRanksAreAnErrorBeforeTheData) {
                         "2 ranks");
   expect_one_error_line(noeira(dir, "train --batch 6 --accum 7" + none),
                         "--accum 7 is more micro-batches than the 6 rows of --batch");
+}
+
+// A process with more threads than the CPUs it may run on (as `mpirun -np 1 noeira train
+// --threads 2` is: Open MPI binds a rank to one core) says so in its header, and how to give the
+// rank its cores; one within its CPUs does not.
+TEST(CliRanks, MoreThreadsThanTheProcessesCpusAreNamedInTheHeader) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  testing::write_tiny_mnist(dir / "data", 20, 10, false);
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // the child inherits it
+  const std::string run = "train --data-dir " + (dir / "data").string() + " --batch 10 --epochs 1";
+  const Output two = noeira(dir, run + " --threads 2 --out " + (dir / "two").string());
+  const Output sim = noeira(dir, run + " --threads 2 --sim-ranks 2 --out " + (dir / "sim").string());
+  const Output fits = noeira(dir, run + " --threads 1 --out " + (dir / "one").string());
+  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(two.out.find("threads per rank 2 (but this process may run on 1 CPU: its threads "
+                         "share cores; under mpirun, --bind-to none"),
+            std::string::npos)
+      << two.out;
+  ASSERT_EQ(sim.code, 0) << sim.err;  // 2 ranks of 1 thread: 2 threads in the process
+  EXPECT_NE(sim.out.find("threads per rank 1 (but this process may run on 1 CPU"),
+            std::string::npos)
+      << sim.out;
+  ASSERT_EQ(fits.code, 0) << fits.err;
+  EXPECT_EQ(fits.out.find("may run on"), std::string::npos) << fits.out;
 }
 
 }  // namespace

@@ -55,6 +55,17 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
 
 // What rank 0 of a run writes besides the metrics: <out>/config.json now, <out>/model.h5 at the
 // end. Created before any rank starts, so a bad --out fails before training.
+// A note for the header when the process runs more threads than the CPUs it may run on, which
+// is how `mpirun -np 1 noeira train --threads 2` starts: Open MPI binds a rank to one core unless
+// told otherwise, and then both threads share it at half the speed.
+std::string oversubscription(int process_threads) {
+  const int cpus = omp_get_num_procs();  // the CPUs of this process's affinity mask
+  if (process_threads <= cpus) return {};
+  return detail::concat(" (but this process may run on ", cpus, " CPU", cpus == 1 ? "" : "s",
+                        ": its threads share cores; under mpirun, --bind-to none or "
+                        "--map-by slot:PE=<threads> gives each rank its cores)");
+}
+
 struct RunFiles {
   std::filesystem::path out;
   std::optional<MetricsFile> metrics;
@@ -345,7 +356,7 @@ TrainOutcome run_train(const TrainConfig& given) {
     }();
 
     const int all_threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
-    auto header = [&](int world, std::string_view backend, int threads) {
+    auto header = [&](int world, std::string_view backend, int threads, int process_threads) {
       progress.note(detail::concat("noeira train: model ", cfg.model, " (", outcome.parameters,
                                    " parameters), ", run.describe(cfg)));
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
@@ -354,6 +365,7 @@ TrainOutcome run_train(const TrainConfig& given) {
                                    ", policy ", cfg.policy,
                                    cfg.reduce_dtype == "bf16" ? " (bf16 reductions)" : "",
                                    ", threads per rank ", threads,
+                                   oversubscription(process_threads),
                                    target == Target::Cpu ? ", OpenBLAS kernels " : "",
                                    target == Target::Cpu ? cpu::blas_core() : std::string()));
       progress.note(detail::concat(
@@ -374,7 +386,7 @@ TrainOutcome run_train(const TrainConfig& given) {
       if (group->rank() == 0) {
         files = open_run_files(cfg);
         outcome.out_dir = files->out.string();
-        header(group->size(), group->backend(), omp_get_max_threads());
+        header(group->size(), group->backend(), omp_get_max_threads(), omp_get_max_threads());
       }
       const TrainSummary summary =
           train_rank<M>(cfg, *group, run, files ? &progress : nullptr, files ? &*files : nullptr);
@@ -390,7 +402,7 @@ TrainOutcome run_train(const TrainConfig& given) {
     const std::optional<io::CheckpointDirLock> lock = claim_for_run(cfg, progress);
     RunFiles files = open_run_files(cfg);
     outcome.out_dir = files.out.string();
-    header(world, cfg.sim_ranks > 0 ? "simulated" : "single process", threads);
+    header(world, cfg.sim_ranks > 0 ? "simulated" : "single process", threads, world * threads);
     // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
     // its global count once here keeps the rank threads from resetting it against each other.
     openblas_set_num_threads(threads);
