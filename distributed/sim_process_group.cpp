@@ -147,6 +147,10 @@ class SimWorld {
     switch (s.kind) {
       case Collective::AllReduce:
       case Collective::ReduceScatter: {
+        if (ranks == 1) {  // the sum of one rank is its input, in any dtype: no scratch pass
+          copy(s.out[0], s.in[0], n_bytes);
+          break;
+        }
         // Every rank's input is summed into scratch first, so outputs never feed inputs.
         const std::int64_t total = s.kind == Collective::AllReduce ? n : n * ranks_;
         const std::size_t total_bytes = static_cast<std::size_t>(total) * elem;
