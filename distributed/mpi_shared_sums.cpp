@@ -248,9 +248,11 @@ void SharedSums::copy_in(const Op& op, std::int64_t n) {
   const std::size_t from = static_cast<std::size_t>(op.at) * elem;
   char* mine = regions_[static_cast<std::size_t>(rank_)];
   if (op.call.kind == Collective::ReduceScatter) {
-    // Segment q's chunk at q·bytes. All of it before out is written: in place, out is a segment.
+    // Segment q's chunk at q·bytes, for the peer q that folds it: this rank folds its own segment
+    // from its buffer. All of it before out is written: in place, out is this rank's segment.
     const std::size_t segment = static_cast<std::size_t>(op.call.count) * elem;
     for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
       std::memcpy(mine + static_cast<std::size_t>(q) * bytes,
                   op.call.in.bytes_begin() + static_cast<std::size_t>(q) * segment + from, bytes);
     }
@@ -289,6 +291,10 @@ void SharedSums::fold(const Op& op, std::int64_t n) {
     case Collective::ReduceScatter: {
       const std::size_t share = static_cast<std::size_t>(rank_) * static_cast<std::size_t>(n) * elem;
       for (std::size_t q = 0; q < sources.size(); ++q) sources[q] = regions_[q] + share;
+      // In place, out is this source: the fold reads every source of a tile before writing it.
+      const std::size_t segment = static_cast<std::size_t>(op.call.count) * elem;
+      sources[static_cast<std::size_t>(rank_)] =
+          op.call.in.bytes_begin() + static_cast<std::size_t>(rank_) * segment + from;
       fold_in_rank_order(dtype, out + from, sources, n);
       return;
     }

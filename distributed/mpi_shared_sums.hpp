@@ -3,7 +3,8 @@
 // ranks all live on one node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gives the whole of it).
 // Every rank has a region of a window made by MPI_Win_allocate_shared, which its peers map too.
 // An op moves its buffer through the regions chunk by chunk:
-//  - each rank copies its chunk into its region and raises its `arrived` counter;
+//  - each rank copies into its region the parts of its chunk that its peers fold, and raises its
+//    `arrived` counter;
 //  - once every peer's is up, each rank folds its own slice of the chunk from every region, in
 //    rank order (mpi_ordered_sum.hpp's fold_in_rank_order: the simulated backend's bits), and for
 //    an allreduce writes the result over that slice of its own region, raises `reduced` and, once
