@@ -20,7 +20,8 @@
 
 namespace noeira::dist {
 
-// Runs body(group) on `ranks` threads, one simulated rank each, and joins them. When a rank
+// Runs body(group) on `ranks` threads, one simulated rank each: rank 0 on the calling thread,
+// the others on threads it starts and joins (a one-rank run starts none). When a rank
 // throws, the world is aborted: ranks waiting in (or later entering) a collective get an error
 // instead of waiting. Rethrows the error of the rank that failed first (the root cause, not the
 // peers' "world aborted" errors); a watchdog timeout or a collective mismatch is reported with
