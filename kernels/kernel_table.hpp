@@ -172,6 +172,14 @@ struct ConvGeometry {
   std::int64_t groups = 1;
 
   constexpr bool operator==(const ConvGeometry&) const = default;
+
+  // Floats of the weight ([out_channels, in_channels / groups, kernel, kernel]), of one input
+  // image and of one output image.
+  constexpr std::int64_t weight_floats() const {
+    return out_channels * (in_channels / groups) * kernel * kernel;
+  }
+  constexpr std::int64_t in_image_floats() const { return in_channels * in_height * in_width; }
+  constexpr std::int64_t out_image_floats() const { return out_channels * out_height * out_width; }
 };
 
 // Which reduction a pooling window makes.

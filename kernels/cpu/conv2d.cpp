@@ -29,24 +29,12 @@ constexpr std::int64_t kChunkImages = 8;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-std::int64_t weight_floats(const ConvGeometry& g) {
-  return g.out_channels * (g.in_channels / g.groups) * g.kernel * g.kernel;
-}
-
-// Floats of one input image and of one output image.
-std::int64_t in_image_floats(const ConvGeometry& g) {
-  return g.in_channels * g.in_height * g.in_width;
-}
-std::int64_t out_image_floats(const ConvGeometry& g) {
-  return g.out_channels * g.out_height * g.out_width;
-}
-
 // Blocks of images whose weight-gradient partials are summed in order: at most one per chunk of
 // images and kMaxFilterBlocks, and the partials at most 16 MiB.
 constexpr std::int64_t kMaxFilterBlocks = 32;
 constexpr std::int64_t kFilterPartialFloats = std::int64_t{1} << 22;
 std::int64_t filter_blocks(const ConvGeometry& g) {
-  const std::int64_t fit = kFilterPartialFloats / std::max<std::int64_t>(weight_floats(g), 1);
+  const std::int64_t fit = kFilterPartialFloats / std::max<std::int64_t>(g.weight_floats(), 1);
   return std::clamp<std::int64_t>(std::min(fit, kMaxFilterBlocks), 1,
                                   std::max<std::int64_t>(ceil_div(g.images, kChunkImages), 1));
 }
@@ -117,15 +105,15 @@ void add_channel_bias(float* y, const float* b, std::int64_t channels, std::int6
 }  // namespace
 
 std::int64_t conv2d_workspace(const ConvGeometry& g) {
-  return filter_blocks(g) * weight_floats(g);
+  return filter_blocks(g) * g.weight_floats();
 }
 
 template <Precision P>
 void conv2d_forward_at(Stream, float* y, const float* x, const float* w, const float* b,
                        const ConvGeometry& g, float*) {
   check_geometry(g, "conv2d_forward");
-  const std::int64_t in_image = in_image_floats(g);
-  const std::int64_t out_image = out_image_floats(g);
+  const std::int64_t in_image = g.in_image_floats();
+  const std::int64_t out_image = g.out_image_floats();
   for_each_chunk(g, [&](std::int64_t first, std::int64_t images) {
     onednn_conv_forward(P, g, {.images = images}, y + first * out_image, x + first * in_image, w,
                         b);
@@ -136,8 +124,8 @@ template <Precision P>
 void conv2d_backward_data_at(Stream, float* dx, const float* dy, const float* w, const float* b,
                              const ConvGeometry& g, float*) {
   check_geometry(g, "conv2d_backward_data");
-  const std::int64_t in_image = in_image_floats(g);
-  const std::int64_t out_image = out_image_floats(g);
+  const std::int64_t in_image = g.in_image_floats();
+  const std::int64_t out_image = g.out_image_floats();
   for_each_chunk(g, [&](std::int64_t first, std::int64_t images) {
     float* dxn = dx + first * in_image;
     onednn_conv_backward_data(P, g, {.images = images}, dxn, dy + first * out_image, w);
@@ -152,14 +140,14 @@ template <Precision P>
 void conv2d_backward_filter_at(Stream, GradMode mode, float* dw, const float* dy, const float* x,
                                const ConvGeometry& g, float* workspace) {
   check_geometry(g, "conv2d_backward_filter");
-  const std::int64_t weight = weight_floats(g);
+  const std::int64_t weight = g.weight_floats();
   if (g.images <= 0) {
     if (mode == GradMode::Overwrite) std::fill(dw, dw + weight, 0.0f);
     return;
   }
   NOEIRA_CHECK(workspace != nullptr, "conv2d_backward_filter: no workspace");
-  const std::int64_t in_image = in_image_floats(g);
-  const std::int64_t out_image = out_image_floats(g);
+  const std::int64_t in_image = g.in_image_floats();
+  const std::int64_t out_image = g.out_image_floats();
   const std::int64_t blocks = filter_blocks(g);
   const std::int64_t row_chunks = filter_row_chunks(g);
   float* partials = workspace;  // [blocks, weight]
