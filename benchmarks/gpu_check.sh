@@ -3,14 +3,15 @@
 # GPU's own architecture, then
 #   1. runs every GPU test of the gtest binary (filter '*Cuda*': CudaVsCpu, CudaAttention,
 #      CudaConv, CudaPool, CudaRecurrent, CudaModule, CudaTraining, CudaSim, CudaGatherPixels,
-#      CudaCheckpointed...),
+#      CudaCheckpointed, CudaBf16...),
 #      failing when one skips: on a GPU machine a skip means the runtime saw no device, which is
 #      a failure here, not a pass;
 #   2. runs the training throughput benchmark (benchmarks/bench_gpu_throughput.cpp: the `mlp`
 #      preset at batch 100 and a 4096-wide MLP at batch 1024; samples/s, TFLOP/s and % of the
 #      GPU's peak), with TF32 off and then on;
-#   3. trains the mlp preset on Fashion-MNIST for one epoch on the GPU, on one rank and on two
-#      simulated ranks under ZeRO-3, and reads samples/s and test accuracy from the output;
+#   3. trains the mlp preset on Fashion-MNIST for one epoch on the GPU, on one rank (fp32, and
+#      with --precision bf16) and on two simulated ranks under ZeRO-3, and reads samples/s and
+#      test accuracy from the output;
 #   3b. trains gpt-char on the fortunes corpus for 300 steps on the GPU (validation loss must
 #      fall below 3) and generates from it;
 #   4. runs the NCCL process group's tests (benchmarks/nccl_check.sh, same build dir);
@@ -191,6 +192,7 @@ train() {  # train <label> [flags...]: one epoch of the mlp preset on the GPU
   fi
 }
 train 1-rank
+train 1-rank-bf16 --precision bf16
 train zero3-2-sim --sim-ranks 2 --policy zero3
 train zero2-2-sim-bf16-reductions --sim-ranks 2 --policy zero2 --reduce-dtype bf16
 
@@ -252,6 +254,7 @@ if [ -f "$build/bench_tf32.log" ]; then
   grep -E '^  (FP32|TF32 tensor) peak' "$build/bench_tf32.log" | sed 's/^ */    /' || true
 fi
 echo "train mlp, Fashion-MNIST, 1 epoch, 1 rank:           ${train_summary[1-rank]}"
+echo "train mlp, Fashion-MNIST, 1 epoch, 1 rank, bf16:     ${train_summary[1-rank-bf16]}"
 echo "train mlp, Fashion-MNIST, 1 epoch, 2 sim ranks zero3: ${train_summary[zero3-2-sim]}"
 echo "train gpt-char, fortunes, 300 steps, 1 rank:         $gpt_summary"
 echo "NCCL tests:   $([ "$nccl_status" -eq 0 ] && echo passed || echo "FAILED (exit $nccl_status)")"

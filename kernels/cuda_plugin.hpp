@@ -21,6 +21,7 @@ struct KernelTable;
 // What the plugin's kernels half gives the kernels layer (kernels/kernels.cpp).
 struct CudaKernelsEntry {
   const KernelTable& (*table)();
+  const KernelTable& (*bf16_table)();  // the matrix products with bf16 operands
   bool (*device_present)();
   void (*set_allow_tf32)(bool allow);
 };

@@ -50,13 +50,11 @@ bool cuda_available() { return cuda_unavailable_reason().empty(); }
 
 const KernelTable& kernels_for(Target target, Precision precision) {
   if (target == Target::Cpu) return precision == Precision::Bf16 ? cpu::bf16_table : cpu::table;
-  if (precision == Precision::Bf16) {
-    throw Error("precision bf16 on cuda: this build has no bf16 matrix products on the GPU yet "
-                "(bf16 runs on the CPU; the GPU runs fp32)");
-  }
 #ifdef NOEIRA_HAVE_CUDA
   const CudaKernelsEntry* cuda = cuda_kernels();
-  if (cuda != nullptr && cuda->device_present()) return cuda->table();
+  if (cuda != nullptr && cuda->device_present()) {
+    return precision == Precision::Bf16 ? cuda->bf16_table() : cuda->table();
+  }
 #endif
   throw Error("target cuda requested, but " + cuda_unavailable_reason());
 }

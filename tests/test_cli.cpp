@@ -282,12 +282,7 @@ TEST(CliCuda, DeviceErrorsAreOneLineAndComeBeforeTheData) {
   expect_one_error_line(noeira(dir, "train --device tpu" + nowhere), "tpu");
   expect_one_error_line(noeira(dir, "train --allow-tf32" + nowhere), "--allow-tf32");
   expect_one_error_line(noeira(dir, "train --precision fp16" + nowhere), "--precision");
-  if (cuda_available()) {
-    // The GPU has no bf16 products yet: refused, not run in fp32.
-    expect_one_error_line(noeira(dir, "train --device cuda --precision bf16" + nowhere),
-                          "--precision bf16 runs on --device cpu only");
-    GTEST_SKIP() << "a GPU is present: --device cuda is no error here";
-  }
+  if (cuda_available()) GTEST_SKIP() << "a GPU is present: --device cuda is no error here";
   const Output o = noeira(dir, "train --device cuda" + nowhere);
   expect_one_error_line(o, "--device cuda");
   EXPECT_EQ(o.code, 1);
@@ -323,6 +318,16 @@ TEST(CliCuda, TrainsOnTheGpuLikeOnTheCpu) {
   const Output eval = noeira(dir, "eval --device cuda --data-dir " + data.string() +
                                       " --params " + (dir / "sim" / "model.h5").string());
   ASSERT_EQ(eval.code, 0) << eval.err;
+  // bf16 products on the GPU train as those of the CPU do (the same rounding, sums in another
+  // order), and not as fp32 does.
+  const Output cpu_bf16 = noeira(dir, run + "--precision bf16 --out " + (dir / "cpu16").string());
+  ASSERT_EQ(cpu_bf16.code, 0) << cpu_bf16.err;
+  const Output gpu_bf16 =
+      noeira(dir, run + "--device cuda --precision bf16 --out " + (dir / "gpu16").string());
+  ASSERT_EQ(gpu_bf16.code, 0) << gpu_bf16.err;
+  EXPECT_NE(gpu_bf16.out.find("device cuda (bf16 products)"), std::string::npos) << gpu_bf16.out;
+  EXPECT_NEAR(last_accuracy(dir / "gpu16" / "metrics.jsonl"),
+              last_accuracy(dir / "cpu16" / "metrics.jsonl"), 0.01);
 }
 
 // Checkpoints: 2 epochs of 20 steps (1000 samples, batch 50), one thread per rank.

@@ -9,7 +9,8 @@
 
 namespace noeira::cuda {
 
-void batched_matmul(Stream s, const BatchedMatmulArgs& args) {
+template <Precision P>
+void batched_matmul_at(Stream s, const BatchedMatmulArgs& args) {
   if (args.m <= 0 || args.n <= 0 || args.batch <= 0 || args.groups <= 0) return;
   NOEIRA_CHECK(args.k > 0, "batched_matmul: empty inner dimension (k = ", args.k, ")");
   // Groups laid end to end at the items' stride are one longer batch: one launch.
@@ -25,6 +26,7 @@ void batched_matmul(Stream s, const BatchedMatmulArgs& args) {
   g.alpha = args.alpha;
   g.beta = args.beta;
   g.batch = folds ? args.batch * args.groups : args.batch;
+  g.precision = P;
   for (std::int64_t group = 0; group < (folds ? 1 : args.groups); ++group) {
     // Column-major A is row-major B and the other way round.
     g.a = args.b.data + group * args.b.outer_stride;
@@ -39,5 +41,11 @@ void batched_matmul(Stream s, const BatchedMatmulArgs& args) {
     matmul(s, g);
   }
 }
+
+void batched_matmul(Stream s, const BatchedMatmulArgs& args) {
+  batched_matmul_at<Precision::Fp32>(s, args);
+}
+
+template decltype(batched_matmul) batched_matmul_at<Precision::Bf16>;
 
 }  // namespace noeira::cuda

@@ -14,6 +14,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "kernels/cuda/bf16_operand.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/cudnn_handle.hpp"
@@ -159,46 +160,76 @@ constexpr float kZero = 0.0f;
 
 std::int64_t conv2d_workspace(const ConvGeometry&) { return 0; }
 
-void conv2d_forward(Stream s, float* y, const float* x, const float* w, const float* b,
-                    const ConvGeometry& g, float*) {
+// At bf16 each direction reads its two operands rounded (kernels/cuda/bf16_operand.hpp); the
+// bias is not a product's operand and stays as it is.
+template <Precision P>
+void conv2d_forward_at(Stream s, float* y, const float* x, const float* w, const float* b,
+                       const ConvGeometry& g, float*) {
   if (g.images <= 0) return;
   cudnnHandle_t handle = cudnn_handle(s);
   const ConvPlan& p = plan_for(handle, g);
+  const ProductOperand<P> xs(s, x, g.images * g.in_image_floats());
+  const ProductOperand<P> ws(s, w, g.weight_floats());
   Scratch<std::byte> workspace(s, p.forward_bytes);
-  CUDNN_CHECK(cudnnConvolutionForward(handle, &kOne, p.x, x, p.w, w, p.conv, p.forward_algo,
-                                      workspace.data(), p.forward_bytes, &kZero, p.y, y));
+  CUDNN_CHECK(cudnnConvolutionForward(handle, &kOne, p.x, xs.get(), p.w, ws.get(), p.conv,
+                                      p.forward_algo, workspace.data(), p.forward_bytes, &kZero,
+                                      p.y, y));
   if (b != nullptr) CUDNN_CHECK(cudnnAddTensor(handle, &kOne, p.out_bias, b, &kOne, p.y, y));
 }
 
-void conv2d_backward_data(Stream s, float* dx, const float* dy, const float* w, const float* b,
-                          const ConvGeometry& g, float*) {
+template <Precision P>
+void conv2d_backward_data_at(Stream s, float* dx, const float* dy, const float* w,
+                             const float* b, const ConvGeometry& g, float*) {
   if (g.images <= 0) return;
   cudnnHandle_t handle = cudnn_handle(s);
   const ConvPlan& p = plan_for(handle, g);
+  const ProductOperand<P> dys(s, dy, g.images * g.out_image_floats());
+  const ProductOperand<P> ws(s, w, g.weight_floats());
   Scratch<std::byte> workspace(s, p.data_bytes);
-  CUDNN_CHECK(cudnnConvolutionBackwardData(handle, &kOne, p.w, w, p.y, dy, p.conv, p.data_algo,
-                                           workspace.data(), p.data_bytes, &kZero, p.x, dx));
+  CUDNN_CHECK(cudnnConvolutionBackwardData(handle, &kOne, p.w, ws.get(), p.y, dys.get(), p.conv,
+                                           p.data_algo, workspace.data(), p.data_bytes, &kZero,
+                                           p.x, dx));
   if (b != nullptr) CUDNN_CHECK(cudnnAddTensor(handle, &kOne, p.in_bias, b, &kOne, p.x, dx));
 }
 
-void conv2d_backward_filter(Stream s, GradMode mode, float* dw, const float* dy, const float* x,
-                            const ConvGeometry& g, float*) {
+template <Precision P>
+void conv2d_backward_filter_at(Stream s, GradMode mode, float* dw, const float* dy,
+                               const float* x, const ConvGeometry& g, float*) {
   if (g.images <= 0) {
     if (mode == GradMode::Overwrite) {
-      const std::int64_t weight =
-          g.out_channels * (g.in_channels / g.groups) * g.kernel * g.kernel;
-      CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * weight, as_cuda(s)));
+      CUDA_CHECK(cudaMemsetAsync(dw, 0, sizeof(float) * g.weight_floats(), as_cuda(s)));
     }
     return;
   }
   cudnnHandle_t handle = cudnn_handle(s);
   const ConvPlan& p = plan_for(handle, g);
+  const ProductOperand<P> xs(s, x, g.images * g.in_image_floats());
+  const ProductOperand<P> dys(s, dy, g.images * g.out_image_floats());
   Scratch<std::byte> workspace(s, p.filter_bytes);
   const float beta = mode == GradMode::Accumulate ? 1.0f : 0.0f;
-  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, p.x, x, p.y, dy, p.conv,
+  CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &kOne, p.x, xs.get(), p.y, dys.get(), p.conv,
                                              p.filter_algo, workspace.data(), p.filter_bytes,
                                              &beta, p.w, dw));
 }
+
+void conv2d_forward(Stream s, float* y, const float* x, const float* w, const float* b,
+                    const ConvGeometry& g, float* workspace) {
+  conv2d_forward_at<Precision::Fp32>(s, y, x, w, b, g, workspace);
+}
+
+void conv2d_backward_data(Stream s, float* dx, const float* dy, const float* w, const float* b,
+                          const ConvGeometry& g, float* workspace) {
+  conv2d_backward_data_at<Precision::Fp32>(s, dx, dy, w, b, g, workspace);
+}
+
+void conv2d_backward_filter(Stream s, GradMode mode, float* dw, const float* dy, const float* x,
+                            const ConvGeometry& g, float* workspace) {
+  conv2d_backward_filter_at<Precision::Fp32>(s, mode, dw, dy, x, g, workspace);
+}
+
+template decltype(conv2d_forward) conv2d_forward_at<Precision::Bf16>;
+template decltype(conv2d_backward_data) conv2d_backward_data_at<Precision::Bf16>;
+template decltype(conv2d_backward_filter) conv2d_backward_filter_at<Precision::Bf16>;
 
 void conv2d_backward_bias(Stream s, GradMode mode, float* db, const float* dy, std::int64_t images,
                           std::int64_t channels, std::int64_t pixels) {

@@ -2,6 +2,7 @@
 // math comes from kernels/activation_math.hpp, as on the CPU.
 #include "kernels/activation_math.hpp"
 #include "kernels/bf16_math.hpp"
+#include "kernels/cuda/bf16_operand.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/error.hpp"
@@ -108,6 +109,12 @@ struct ToBf16 {
   __device__ void operator()(std::int64_t i) const { y[i] = bf16_bits(x[i]); }
 };
 
+struct RoundToBf16 {
+  float* y;
+  const float* x;
+  __device__ void operator()(std::int64_t i) const { y[i] = round_to_bf16(x[i]); }
+};
+
 struct FromBf16 {
   GradMode mode;
   float* y;
@@ -147,6 +154,10 @@ void accumulate_typed(Stream s, DType dtype, void* y, const void* x, std::int64_
 
 void to_bf16(Stream s, std::uint16_t* y, const float* x, std::int64_t n) {
   launch_map(s, n, ToBf16{y, x});
+}
+
+void round_to_bf16_values(Stream s, float* y, const float* x, std::int64_t n) {
+  launch_map(s, n, RoundToBf16{y, x});
 }
 
 void from_bf16(Stream s, GradMode mode, float* y, const std::uint16_t* x, std::int64_t n) {

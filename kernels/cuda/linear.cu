@@ -40,8 +40,10 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 }  // namespace
 
-void linear_forward(Stream s, Activation a, float* y, float* pre, const float* x, const float* w,
-                    const float* b, std::int64_t rows, std::int64_t in, std::int64_t out) {
+template <Precision P>
+void linear_forward_at(Stream s, Activation a, float* y, float* pre, const float* x,
+                       const float* w, const float* b, std::int64_t rows, std::int64_t in,
+                       std::int64_t out) {
   if (rows <= 0 || out <= 0) return;
   const bool keep_pre = activation_needs_input(a) && pre != nullptr;
   const bool has_bias = b != nullptr;
@@ -58,6 +60,7 @@ void linear_forward(Stream s, Activation a, float* y, float* pre, const float* x
   g.d = y;
   g.ldd = out;
   g.bias = b;
+  g.precision = P;
 
   // Which part of the activation runs after the GEMM, from `post_input` into y.
   bool post_activation = false;
@@ -120,9 +123,11 @@ void linear_forward(Stream s, Activation a, float* y, float* pre, const float* x
 // is one element-wise pass (ReLU's derivative from y, GELU's from pre, as on the CPU), and the
 // bias gradient is a deterministic column sum rather than BGRADB, which overwrites and so
 // cannot honour GradMode::Accumulate.
-void linear_backward(Stream s, Activation a, GradMode mode, float* dx, float* dw, float* db,
-                     float* dpre, const float* dy, const float* x, const float* w, const float* y,
-                     const float* pre, std::int64_t rows, std::int64_t in, std::int64_t out) {
+template <Precision P>
+void linear_backward_at(Stream s, Activation a, GradMode mode, float* dx, float* dw, float* db,
+                        float* dpre, const float* dy, const float* x, const float* w,
+                        const float* y, const float* pre, std::int64_t rows, std::int64_t in,
+                        std::int64_t out) {
   NOEIRA_CHECK(pre != nullptr || !activation_needs_input(a),
                "linear_backward: the derivative of ", to_string(a), " needs the pre-activation");
   if (rows <= 0) {
@@ -153,6 +158,7 @@ void linear_backward(Stream s, Activation a, GradMode mode, float* dx, float* dw
   gw.d = dw;
   gw.ldd = in;
   gw.beta = mode == GradMode::Accumulate ? 1.0f : 0.0f;
+  gw.precision = P;
   matmul(s, gw);
   if (db != nullptr) column_sums(s, mode, db, rows, out, BiasGrad{g, out});
 
@@ -169,8 +175,24 @@ void linear_backward(Stream s, Activation a, GradMode mode, float* dx, float* dw
     gx.ldb = out;
     gx.d = dx;
     gx.ldd = in;
+    gx.precision = P;
     matmul(s, gx);
   }
 }
+
+void linear_forward(Stream s, Activation a, float* y, float* pre, const float* x, const float* w,
+                    const float* b, std::int64_t rows, std::int64_t in, std::int64_t out) {
+  linear_forward_at<Precision::Fp32>(s, a, y, pre, x, w, b, rows, in, out);
+}
+
+void linear_backward(Stream s, Activation a, GradMode mode, float* dx, float* dw, float* db,
+                     float* dpre, const float* dy, const float* x, const float* w, const float* y,
+                     const float* pre, std::int64_t rows, std::int64_t in, std::int64_t out) {
+  linear_backward_at<Precision::Fp32>(s, a, mode, dx, dw, db, dpre, dy, x, w, y, pre, rows, in,
+                                      out);
+}
+
+template decltype(linear_forward) linear_forward_at<Precision::Bf16>;
+template decltype(linear_backward) linear_backward_at<Precision::Bf16>;
 
 }  // namespace noeira::cuda

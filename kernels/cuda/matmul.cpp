@@ -2,9 +2,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
+#include "kernels/cuda/bf16_operand.hpp"
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/handles.hpp"
+#include "kernels/cuda/scratch.hpp"
 #include "kernels/cuda/settings.hpp"
 
 namespace noeira::cuda {
@@ -24,10 +28,10 @@ using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, DescDeleter>;
 using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, DescDeleter>;
 
 // A matrix layout; for a strided batch also its count and the offset between items.
-Layout make_layout(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t batch,
-                   std::int64_t stride) {
+Layout make_layout(cudaDataType_t type, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                   std::int64_t batch, std::int64_t stride) {
   cublasLtMatrixLayout_t raw = nullptr;
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, CUDA_R_32F, static_cast<std::uint64_t>(rows),
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, type, static_cast<std::uint64_t>(rows),
                                           static_cast<std::uint64_t>(cols), ld));
   Layout layout(raw);
   if (batch > 1) {
@@ -40,19 +44,53 @@ Layout make_layout(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::i
   return layout;
 }
 
+// How a GEMM's operands A and B reach cuBLASLt: as they are (fp32); as bfloat16 copies (bf16);
+// or, where cuBLASLt has no bf16 kernel for their leading dimensions and alignments, as fp32
+// copies rounded to bfloat16 values, whose fp32 products are exact: the same products, added in
+// fp32 all the same.
+enum class OperandForm : std::uint8_t { Fp32, Bf16, RoundedFp32 };
+
+// An operand as stored (column-major [rows, cols], leading dimension ld, `batch` items `stride`
+// apart) in its form: a copy holds every element from the first the GEMM reads to the last
+// (gaps between columns and items included, so that ld and stride stay as they are).
+struct Operand {
+  const void* data;
+  cudaDataType_t type = CUDA_R_32F;
+  std::size_t element_bytes = sizeof(float);
+  std::optional<Scratch<std::uint16_t>> bf16;
+  std::optional<Scratch<float>> rounded;
+
+  Operand(Stream stream, OperandForm form, const float* values, std::int64_t rows,
+          std::int64_t cols, std::int64_t ld, std::int64_t batch, std::int64_t stride)
+      : data(values) {
+    const std::int64_t span = (batch - 1) * stride + (cols - 1) * ld + rows;
+    if (form == OperandForm::Bf16) {
+      bf16.emplace(stream, static_cast<std::size_t>(span));
+      to_bf16(stream, bf16->data(), values, span);
+      data = bf16->data();
+      type = CUDA_R_16BF;
+      element_bytes = sizeof(std::uint16_t);
+    } else if (form == OperandForm::RoundedFp32) {
+      rounded.emplace(stream, static_cast<std::size_t>(span));
+      round_to_bf16_values(stream, rounded->data(), values, span);
+      data = rounded->data();
+    }
+  }
+};
+
 template <class T>
 void set_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
 }
 
-bool run(Stream stream, const Gemm& g, bool must_succeed) {
-  NOEIRA_CHECK(g.k > 0, "GEMM with an empty inner dimension (k = ", g.k, ")");
-  if (g.m <= 0 || g.n <= 0) return true;
+bool run_as(Stream stream, const Gemm& g, OperandForm form, bool must_succeed) {
   const LtContext lt = lt_context(stream);
 
   cublasLtMatmulDesc_t raw_desc = nullptr;
-  const cublasComputeType_t compute =
-      allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  // TF32 rounds fp32 inputs to 10 mantissa bits, which bfloat16 values already fit.
+  const cublasComputeType_t compute = allow_tf32() && form != OperandForm::Bf16
+                                          ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                          : CUBLAS_COMPUTE_32F;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw_desc, compute, CUDA_R_32F));
   const MatmulDesc desc(raw_desc);
   set_attr(raw_desc, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -69,11 +107,13 @@ bool run(Stream stream, const Gemm& g, bool must_succeed) {
   // Stored shapes: op(A) is [m,k], so A itself is [k,m] when transposed.
   NOEIRA_CHECK(g.batch == 1 || g.epilogue == CUBLASLT_EPILOGUE_DEFAULT,
                "a batched GEMM has no epilogue");
-  const Layout a = g.trans_a ? make_layout(g.k, g.m, g.lda, g.batch, g.stride_a)
-                             : make_layout(g.m, g.k, g.lda, g.batch, g.stride_a);
-  const Layout b = g.trans_b ? make_layout(g.n, g.k, g.ldb, g.batch, g.stride_b)
-                             : make_layout(g.k, g.n, g.ldb, g.batch, g.stride_b);
-  const Layout d = make_layout(g.m, g.n, g.ldd, g.batch, g.stride_d);
+  const std::int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
+  const std::int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
+  const Operand a_op(stream, form, g.a, a_rows, a_cols, g.lda, g.batch, g.stride_a);
+  const Operand b_op(stream, form, g.b, b_rows, b_cols, g.ldb, g.batch, g.stride_b);
+  const Layout a = make_layout(a_op.type, a_rows, a_cols, g.lda, g.batch, g.stride_a);
+  const Layout b = make_layout(b_op.type, b_rows, b_cols, g.ldb, g.batch, g.stride_b);
+  const Layout d = make_layout(CUDA_R_32F, g.m, g.n, g.ldd, g.batch, g.stride_d);
 
   cublasLtMatmulPreference_t raw_pref = nullptr;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw_pref));
@@ -88,17 +128,19 @@ bool run(Stream stream, const Gemm& g, bool must_succeed) {
   // Every item of a batch must have it: the stride counts too (attention's heads sit head_dim
   // floats apart).
   auto set_alignment = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* p,
-                           std::int64_t stride) {
+                           std::int64_t stride, std::size_t element_bytes) {
     const auto address = reinterpret_cast<std::uintptr_t>(p);
-    const auto step = g.batch > 1 ? static_cast<std::uintptr_t>(stride) * sizeof(float) : 0;
+    const auto step = g.batch > 1 ? static_cast<std::uintptr_t>(stride) * element_bytes : 0;
     std::uint32_t bytes = 256;
     while (bytes > 4 && (address % bytes != 0 || step % bytes != 0)) bytes /= 2;
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw_pref, attr, &bytes, sizeof(bytes)));
   };
-  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, g.a, g.stride_a);
-  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, g.b, g.stride_b);
-  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.d, g.stride_d);
-  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.d, g.stride_d);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, a_op.data, g.stride_a,
+                a_op.element_bytes);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, b_op.data, g.stride_b,
+                b_op.element_bytes);
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, g.d, g.stride_d, sizeof(float));
+  set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, g.d, g.stride_d, sizeof(float));
 
   // The heuristic sees the leading dimensions, the alignments and the epilogue's pointers, so it
   // also answers whether they allow the requested epilogue. In try mode any refusal
@@ -110,16 +152,24 @@ bool run(Stream stream, const Gemm& g, bool must_succeed) {
       lt.handle, raw_desc, a.get(), b.get(), d.get(), d.get(), raw_pref, 1, &heuristic, &found);
   if (!must_succeed && (status != CUBLAS_STATUS_SUCCESS || found == 0)) return false;
   CUBLAS_CHECK(status);
-  NOEIRA_CHECK(found > 0, "cuBLASLt has no fp32 algorithm for a ", g.m, "x", g.n, "x", g.k,
-               " GEMM with epilogue ", static_cast<int>(g.epilogue));
+  NOEIRA_CHECK(found > 0, "cuBLASLt has no ", to_string(g.precision), " algorithm for a ", g.m,
+               "x", g.n, "x", g.k, " GEMM with epilogue ", static_cast<int>(g.epilogue));
 
-  const cublasStatus_t ran = cublasLtMatmul(lt.handle, raw_desc, &g.alpha, g.a, a.get(), g.b,
-                                            b.get(), &g.beta, g.d, d.get(), g.d, d.get(),
+  const cublasStatus_t ran = cublasLtMatmul(lt.handle, raw_desc, &g.alpha, a_op.data, a.get(),
+                                            b_op.data, b.get(), &g.beta, g.d, d.get(), g.d, d.get(),
                                             &heuristic.algo, lt.workspace, lt.workspace_bytes,
                                             as_cuda(stream));
   if (!must_succeed && ran == CUBLAS_STATUS_NOT_SUPPORTED) return false;
   CUBLAS_CHECK(ran);
   return true;
+}
+
+bool run(Stream stream, const Gemm& g, bool must_succeed) {
+  NOEIRA_CHECK(g.k > 0, "GEMM with an empty inner dimension (k = ", g.k, ")");
+  if (g.m <= 0 || g.n <= 0) return true;
+  if (g.precision == Precision::Fp32) return run_as(stream, g, OperandForm::Fp32, must_succeed);
+  return run_as(stream, g, OperandForm::Bf16, false) ||
+         run_as(stream, g, OperandForm::RoundedFp32, must_succeed);
 }
 
 }  // namespace

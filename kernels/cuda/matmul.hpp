@@ -4,6 +4,12 @@
 // item i of a batch reads a + i·stride_a, b + i·stride_b and writes d + i·stride_d.
 // Row-major callers swap operands (a row-major [r,c] matrix is a column-major [c,r] one).
 // Compute type CUBLAS_COMPUTE_32F unless set_allow_tf32(true) (kernels/cuda/settings.hpp).
+// At Precision::Bf16 the operands A and B are rounded to bfloat16 first (into stream-ordered
+// scratch, as the CPU rounds them: kernels/bf16_math.hpp) and multiplied by cuBLASLt's bf16
+// kernels, accumulating in fp32 into the fp32 D (CUBLAS_COMPUTE_32F; TF32 does not apply): the
+// products of the CPU's bf16 table (--precision bf16). Where cuBLASLt has no bf16 kernel for the
+// operands' leading dimensions or alignment, they are rounded to bfloat16 values held in fp32
+// and go through the fp32 kernels: exact products of the same values, added in fp32.
 #include <cublasLt.h>
 
 #include <cstdint>
@@ -30,6 +36,7 @@ struct Gemm {
   const float* bias = nullptr;  // [m], for the *BIAS epilogues
   float* aux = nullptr;         // [m, n] with leading dimension aux_ld, for the *_AUX epilogues
   std::int64_t aux_ld = 0;
+  Precision precision = Precision::Fp32;  // of A and B
 };
 
 // Runs the GEMM. Returns false, having launched nothing, when cuBLASLt offers no algorithm for

@@ -100,7 +100,7 @@ void add_common_options(Command& c) {
   a.add_option("--precision", t.precision,
                "Operands of the matrix products (Linear, attention, convolutions): fp32, or bf16 "
                "(rounded to bfloat16, fp32 accumulation; parameters, gradients, optimizer state "
-               "and checkpoints stay fp32; cpu only)")
+               "and checkpoints stay fp32; cpu: oneDNN, cuda: cuBLASLt and cuDNN)")
       ->check(CLI::IsMember(kPrecisionNames.names()));
   a.add_option("--names", t.names,
                "Name map of a .safetensors read (--init-from, --params): noeira or pytorch "

@@ -210,10 +210,6 @@ Target run_target(const TrainConfig& cfg) {
   if (cfg.allow_tf32 && target != Target::Cuda) {
     throw InputError("--allow-tf32 applies to --device cuda only");
   }
-  if (parse_precision(cfg.precision) == Precision::Bf16 && target == Target::Cuda) {
-    throw InputError("--precision bf16 runs on --device cpu only: this build has no bf16 matrix "
-                     "products on the GPU yet");
-  }
   set_allow_tf32(cfg.allow_tf32);
   return target;
 }
