@@ -57,10 +57,7 @@ void batched_matmul_at(Stream, const BatchedMatmulArgs& g) {
   }
 }
 
-void batched_matmul(Stream s, const BatchedMatmulArgs& args) {
-  batched_matmul_at<Precision::Fp32>(s, args);
-}
-
-template decltype(batched_matmul) batched_matmul_at<Precision::Bf16>;
+template decltype(batched_matmul_at<Precision::Fp32>) batched_matmul_at<Precision::Fp32>;
+template decltype(batched_matmul_at<Precision::Bf16>) batched_matmul_at<Precision::Bf16>;
 
 }  // namespace noeira::cpu

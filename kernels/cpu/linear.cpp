@@ -90,19 +90,9 @@ void linear_backward_at(Stream, Activation a, GradMode mode, float* dx, float* d
   }
 }
 
-void linear_forward(Stream s, Activation a, float* y, float* pre, const float* x, const float* w,
-                    const float* b, std::int64_t rows, std::int64_t in, std::int64_t out) {
-  linear_forward_at<Precision::Fp32>(s, a, y, pre, x, w, b, rows, in, out);
-}
-
-void linear_backward(Stream s, Activation a, GradMode mode, float* dx, float* dw, float* db,
-                     float* dpre, const float* dy, const float* x, const float* w, const float* y,
-                     const float* pre, std::int64_t rows, std::int64_t in, std::int64_t out) {
-  linear_backward_at<Precision::Fp32>(s, a, mode, dx, dw, db, dpre, dy, x, w, y, pre, rows, in,
-                                      out);
-}
-
-template decltype(linear_forward) linear_forward_at<Precision::Bf16>;
-template decltype(linear_backward) linear_backward_at<Precision::Bf16>;
+template decltype(linear_forward_at<Precision::Fp32>) linear_forward_at<Precision::Fp32>;
+template decltype(linear_forward_at<Precision::Bf16>) linear_forward_at<Precision::Bf16>;
+template decltype(linear_backward_at<Precision::Fp32>) linear_backward_at<Precision::Fp32>;
+template decltype(linear_backward_at<Precision::Bf16>) linear_backward_at<Precision::Bf16>;
 
 }  // namespace noeira::cpu

@@ -212,24 +212,16 @@ void conv2d_backward_filter_at(Stream s, GradMode mode, float* dw, const float* 
                                              &beta, p.w, dw));
 }
 
-void conv2d_forward(Stream s, float* y, const float* x, const float* w, const float* b,
-                    const ConvGeometry& g, float* workspace) {
-  conv2d_forward_at<Precision::Fp32>(s, y, x, w, b, g, workspace);
-}
-
-void conv2d_backward_data(Stream s, float* dx, const float* dy, const float* w, const float* b,
-                          const ConvGeometry& g, float* workspace) {
-  conv2d_backward_data_at<Precision::Fp32>(s, dx, dy, w, b, g, workspace);
-}
-
-void conv2d_backward_filter(Stream s, GradMode mode, float* dw, const float* dy, const float* x,
-                            const ConvGeometry& g, float* workspace) {
-  conv2d_backward_filter_at<Precision::Fp32>(s, mode, dw, dy, x, g, workspace);
-}
-
-template decltype(conv2d_forward) conv2d_forward_at<Precision::Bf16>;
-template decltype(conv2d_backward_data) conv2d_backward_data_at<Precision::Bf16>;
-template decltype(conv2d_backward_filter) conv2d_backward_filter_at<Precision::Bf16>;
+template decltype(conv2d_forward_at<Precision::Fp32>) conv2d_forward_at<Precision::Fp32>;
+template decltype(conv2d_forward_at<Precision::Bf16>) conv2d_forward_at<Precision::Bf16>;
+template decltype(conv2d_backward_data_at<Precision::Fp32>)
+    conv2d_backward_data_at<Precision::Fp32>;
+template decltype(conv2d_backward_data_at<Precision::Bf16>)
+    conv2d_backward_data_at<Precision::Bf16>;
+template decltype(conv2d_backward_filter_at<Precision::Fp32>)
+    conv2d_backward_filter_at<Precision::Fp32>;
+template decltype(conv2d_backward_filter_at<Precision::Bf16>)
+    conv2d_backward_filter_at<Precision::Bf16>;
 
 void conv2d_backward_bias(Stream s, GradMode mode, float* db, const float* dy, std::int64_t images,
                           std::int64_t channels, std::int64_t pixels) {
