@@ -174,16 +174,9 @@ void conv2d_backward_filter_at(Stream, GradMode mode, float* dw, const float* dy
   }
 }
 
-template decltype(conv2d_forward_at<Precision::Fp32>) conv2d_forward_at<Precision::Fp32>;
-template decltype(conv2d_forward_at<Precision::Bf16>) conv2d_forward_at<Precision::Bf16>;
-template decltype(conv2d_backward_data_at<Precision::Fp32>)
-    conv2d_backward_data_at<Precision::Fp32>;
-template decltype(conv2d_backward_data_at<Precision::Bf16>)
-    conv2d_backward_data_at<Precision::Bf16>;
-template decltype(conv2d_backward_filter_at<Precision::Fp32>)
-    conv2d_backward_filter_at<Precision::Fp32>;
-template decltype(conv2d_backward_filter_at<Precision::Bf16>)
-    conv2d_backward_filter_at<Precision::Bf16>;
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(conv2d_forward_at);
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(conv2d_backward_data_at);
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(conv2d_backward_filter_at);
 
 void conv2d_backward_bias(Stream, GradMode mode, float* db, const float* dy, std::int64_t images,
                           std::int64_t channels, std::int64_t pixels) {

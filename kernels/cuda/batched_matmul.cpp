@@ -42,7 +42,6 @@ void batched_matmul_at(Stream s, const BatchedMatmulArgs& args) {
   }
 }
 
-template decltype(batched_matmul_at<Precision::Fp32>) batched_matmul_at<Precision::Fp32>;
-template decltype(batched_matmul_at<Precision::Bf16>) batched_matmul_at<Precision::Bf16>;
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(batched_matmul_at);
 
 }  // namespace noeira::cuda

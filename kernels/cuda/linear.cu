@@ -180,9 +180,7 @@ void linear_backward_at(Stream s, Activation a, GradMode mode, float* dx, float*
   }
 }
 
-template decltype(linear_forward_at<Precision::Fp32>) linear_forward_at<Precision::Fp32>;
-template decltype(linear_forward_at<Precision::Bf16>) linear_forward_at<Precision::Bf16>;
-template decltype(linear_backward_at<Precision::Fp32>) linear_backward_at<Precision::Fp32>;
-template decltype(linear_backward_at<Precision::Bf16>) linear_backward_at<Precision::Bf16>;
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_forward_at);
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_backward_at);
 
 }  // namespace noeira::cuda
