@@ -132,7 +132,7 @@ bool run_as(Stream stream, const Gemm& g, OperandForm form, bool must_succeed) {
     const auto address = reinterpret_cast<std::uintptr_t>(p);
     const auto step = g.batch > 1 ? static_cast<std::uintptr_t>(stride) * element_bytes : 0;
     std::uint32_t bytes = 256;
-    while (bytes > 4 && (address % bytes != 0 || step % bytes != 0)) bytes /= 2;
+    while (bytes > element_bytes && (address % bytes != 0 || step % bytes != 0)) bytes /= 2;
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw_pref, attr, &bytes, sizeof(bytes)));
   };
   set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, a_op.data, g.stride_a,
