@@ -53,8 +53,6 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
   return o;
 }
 
-// What rank 0 of a run writes besides the metrics: <out>/config.json now, <out>/model.h5 at the
-// end. Created before any rank starts, so a bad --out fails before training.
 // A note for the header when the process runs more threads than the CPUs it may run on, which
 // is how `mpirun -np 1 noeira train --threads 2` starts: Open MPI binds a rank to one core unless
 // told otherwise, and then both threads share it at half the speed.
@@ -66,6 +64,8 @@ std::string oversubscription(int process_threads) {
                         "--map-by slot:PE=<threads> gives each rank its cores)");
 }
 
+// What rank 0 of a run writes besides the metrics: <out>/config.json now, <out>/model.h5 at the
+// end. Created before any rank starts, so a bad --out fails before training.
 struct RunFiles {
   std::filesystem::path out;
   std::optional<MetricsFile> metrics;
@@ -352,7 +352,7 @@ TrainOutcome run_train(const TrainConfig& given) {
     }();
 
     const int all_threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
-    auto header = [&](int world, std::string_view backend, int threads, int process_threads) {
+    auto header = [&](int world, std::string_view backend, int threads) {
       progress.note(detail::concat("noeira train: model ", cfg.model, " (", outcome.parameters,
                                    " parameters), ", run.describe(cfg)));
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
@@ -361,7 +361,8 @@ TrainOutcome run_train(const TrainConfig& given) {
                                    ", policy ", cfg.policy,
                                    cfg.reduce_dtype == "bf16" ? " (bf16 reductions)" : "",
                                    ", threads per rank ", threads,
-                                   oversubscription(process_threads),
+                                   // MPI: a process per rank; else every rank in this one
+                                   oversubscription(mpi ? threads : world * threads),
                                    target == Target::Cpu ? ", OpenBLAS kernels " : "",
                                    target == Target::Cpu ? cpu::blas_core() : std::string()));
       progress.note(detail::concat(
@@ -382,7 +383,7 @@ TrainOutcome run_train(const TrainConfig& given) {
       if (group->rank() == 0) {
         files = open_run_files(cfg);
         outcome.out_dir = files->out.string();
-        header(group->size(), group->backend(), omp_get_max_threads(), omp_get_max_threads());
+        header(group->size(), group->backend(), omp_get_max_threads());
       }
       const TrainSummary summary =
           train_rank<M>(cfg, *group, run, files ? &progress : nullptr, files ? &*files : nullptr);
@@ -398,7 +399,7 @@ TrainOutcome run_train(const TrainConfig& given) {
     const std::optional<io::CheckpointDirLock> lock = claim_for_run(cfg, progress);
     RunFiles files = open_run_files(cfg);
     outcome.out_dir = files.out.string();
-    header(world, cfg.sim_ranks > 0 ? "simulated" : "single process", threads, world * threads);
+    header(world, cfg.sim_ranks > 0 ? "simulated" : "single process", threads);
     // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
     // its global count once here keeps the rank threads from resetting it against each other.
     openblas_set_num_threads(threads);
