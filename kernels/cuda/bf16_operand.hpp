@@ -1,9 +1,10 @@
 #pragma once
-// The operands of cuDNN's convolutions under --precision bf16. cuDNN has no convolution with
-// bfloat16 inputs and an fp32 output, so an operand is rounded to bfloat16 values held in fp32
-// (into stream-ordered scratch), which fp32 (and TF32) represent exactly: the fp32 convolution
-// then multiplies them exactly and adds in fp32, the products of the CPU's bf16 table. (The
-// GEMMs take real bfloat16 operands through cuBLASLt: kernels/cuda/matmul.hpp.)
+// Product operands rounded to bfloat16 values held in fp32 (into stream-ordered scratch), which
+// fp32 (and TF32) represent exactly: an fp32 product then multiplies them exactly and adds in
+// fp32, the products of the CPU's bf16 table. cuDNN's convolutions take their operands this way
+// under --precision bf16 (cuDNN has no convolution with bfloat16 inputs and an fp32 output); the
+// GEMMs take real bfloat16 copies through cuBLASLt, and this form only where cuBLASLt has no bf16
+// kernel for them (kernels/cuda/matmul.hpp).
 #include <cstdint>
 #include <optional>
 

@@ -58,7 +58,7 @@ struct Operand {
   cudaDataType_t type = CUDA_R_32F;
   std::size_t element_bytes = sizeof(float);
   std::optional<Scratch<std::uint16_t>> bf16;
-  std::optional<Scratch<float>> rounded;
+  std::optional<ProductOperand<Precision::Bf16>> rounded;
 
   Operand(Stream stream, OperandForm form, const float* values, std::int64_t rows,
           std::int64_t cols, std::int64_t ld, std::int64_t batch, std::int64_t stride)
@@ -71,9 +71,8 @@ struct Operand {
       type = CUDA_R_16BF;
       element_bytes = sizeof(std::uint16_t);
     } else if (form == OperandForm::RoundedFp32) {
-      rounded.emplace(stream, static_cast<std::size_t>(span));
-      round_to_bf16_values(stream, rounded->data(), values, span);
-      data = rounded->data();
+      rounded.emplace(stream, values, span);
+      data = rounded->get();
     }
   }
 };
