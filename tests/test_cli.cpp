@@ -319,7 +319,7 @@ TEST(CliCuda, TrainsOnTheGpuLikeOnTheCpu) {
                                       " --params " + (dir / "sim" / "model.h5").string());
   ASSERT_EQ(eval.code, 0) << eval.err;
   // bf16 products on the GPU train as those of the CPU do (the same rounding, sums in another
-  // order), and not as fp32 does.
+  // order). That they round at all is CudaBf16's check.
   const Output cpu_bf16 = noeira(dir, run + "--precision bf16 --out " + (dir / "cpu16").string());
   ASSERT_EQ(cpu_bf16.code, 0) << cpu_bf16.err;
   const Output gpu_bf16 =

@@ -162,7 +162,8 @@ TEST(CliRanks, MoreThreadsThanTheProcessesCpusAreNamedInTheHeader) {
   ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);  // the child inherits it
   const std::string run = "train --data-dir " + (dir / "data").string() + " --batch 10 --epochs 1";
   const Output two = noeira(dir, run + " --threads 2 --out " + (dir / "two").string());
-  const Output sim = noeira(dir, run + " --threads 2 --sim-ranks 2 --out " + (dir / "sim").string());
+  const Output sim =
+      noeira(dir, run + " --threads 2 --sim-ranks 2 --out " + (dir / "sim").string());
   const Output fits = noeira(dir, run + " --threads 1 --out " + (dir / "one").string());
   ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
   ASSERT_EQ(two.code, 0) << two.err;
