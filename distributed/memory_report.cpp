@@ -15,7 +15,8 @@ std::string mib(double bytes) {
 
 std::string MemoryReport::to_string() const {
   std::ostringstream os;
-  os << "rank " << rank << "/" << ranks << " " << dist::to_string(policy) << ": params "
+  os << "rank " << rank << "/" << ranks << " " << dist::to_string(policy)
+     << (mixed ? " (bf16 params, fp32 masters with the optimizer)" : "") << ": params "
      << mib(static_cast<double>(param_bytes)) << " (formula " << mib(formula_param_bytes)
      << "), grads " << mib(static_cast<double>(grad_bytes)) << " (formula "
      << mib(formula_grad_bytes) << "), optimizer " << mib(static_cast<double>(optimizer_bytes))
@@ -47,15 +48,19 @@ MemoryReport memory_report(const ParamStore& store, Policy policy, int ranks) {
   // Sliced values add the gather buffers (one unit each: the largest) and the pinned (tied) units,
   // held whole; sliced gradients the pinned units' whole gradients.
   const double pinned = static_cast<double>(store.pinned_elements()) * sizeof(float);
-  r.formula_param_bytes = share(res.params);
-  if (res.params == Extent::Slice) {
-    r.formula_param_bytes += static_cast<double>(store.gather_buffers()) *
-                                 static_cast<double>(store.largest_unpinned_unit()) *
-                                 sizeof(float) +
-                             pinned;
+  // Mixed precision: 2 bytes per compute value, and the masters count as a third state buffer
+  // (the ZeRO paper's 2Ψ + 12Ψ for the parameters and Adam, beside fp32 gradients' 4Ψ).
+  r.mixed = store.mixed();
+  const double value_width = r.mixed ? 0.5 : 1.0;
+  r.formula_param_bytes = value_width * share(res.params);
+  if (store.gathers_values()) {
+    const double buffer = static_cast<double>(store.largest_unpinned_unit()) * sizeof(float);
+    const double staging = r.mixed && res.params == Extent::Slice ? 0.5 : 0.0;
+    r.formula_param_bytes +=
+        static_cast<double>(store.gather_buffers()) * buffer * (1.0 + staging) + pinned;
   }
   r.formula_grad_bytes = share(res.grads) + (res.grads == Extent::Slice ? pinned : 0.0);
-  r.formula_optimizer_bytes = state_buffers * share(res.state);
+  r.formula_optimizer_bytes = (state_buffers + (r.mixed ? 1.0 : 0.0)) * share(res.state);
   return r;
 }
 

@@ -9,6 +9,9 @@
 // A pinned unit (one an earlier unit borrows from: a tied weight, param_store.hpp) is held whole
 // under every policy; with no tied weights the formulas are DESIGN.md's.
 //   state    k·Ψ, or k·Ψ/N where the state is sliced (ZeRO-1/2/3)
+// Under bf16 mixed precision (param_store.hpp) the parameters count 2 bytes each and take a
+// gather buffer under every policy (its fp32 words for the running unit; ZeRO-3 a bf16 staging
+// buffer beside each), and the fp32 masters count with the state: (k + 1)·Ψ, sliced as it is.
 #include <cstdint>
 #include <string>
 
@@ -22,6 +25,7 @@ struct MemoryReport {
   int rank = 0;
   int ranks = 1;
   std::int64_t numel = 0;        // Ψ
+  bool mixed = false;            // bf16 compute parameters, fp32 masters (--precision bf16)
   std::int64_t param_bytes = 0;  // held between steps
   std::int64_t grad_bytes = 0;
   std::int64_t optimizer_bytes = 0;

@@ -19,10 +19,17 @@ void copy_floats(const KernelTable& k, Stream s, float* dst, const float* src, s
 
 ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks,
                        const Context& ctx, std::int64_t alignment, std::int64_t persist_below,
-                       std::size_t gather_buffers)
-    : walk_(walk), residency_(residency), rank_(rank), k_(ctx.k), stream_(ctx.stream) {
+                       std::size_t gather_buffers, DType value_dtype)
+    : walk_(walk),
+      residency_(residency),
+      rank_(rank),
+      k_(ctx.k),
+      stream_(ctx.stream),
+      mixed_(value_dtype == DType::BF16) {
   NOEIRA_CHECK(ctx.k != nullptr, "parameter store: context without kernels");
   NOEIRA_CHECK(gather_buffers >= 1, "parameter store: at least one gather buffer");
+  NOEIRA_CHECK(value_dtype == DType::F32 || value_dtype == DType::BF16,
+               "parameter store: values in fp32 or bf16, not ", to_string(value_dtype));
   std::vector<std::int64_t> sizes;
   for (const NamedParam& p : walk.params) {
     NOEIRA_CHECK(p.param != nullptr && p.param->target() == ctx.target,
@@ -64,7 +71,8 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
 
   // Every initial value goes into a full flat buffer: the values themselves, or (sliced values)
   // the initial copy from which this rank's slices are taken.
-  const bool sliced_values = residency_.params == Extent::Slice;
+  const bool sliced_values = value_extent() == Extent::Slice;
+  const bool sliced_compute = residency_.params == Extent::Slice;
   Tensor& full = sliced_values ? initial_ : values_;
   full = Tensor({layout_.full_size}, target());
   for (std::size_t i = 0; i < walk.params.size(); ++i) {
@@ -76,15 +84,27 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
   for (std::size_t u = 0; u < units; ++u) {
     if (!pinned_[u]) continue;
     const std::int64_t size = layout_.units[u].padded_size;
-    if (sliced_values) pinned_values_[u] = Tensor({size}, target());
+    if (sliced_compute || mixed_) pinned_values_[u] = Tensor({size}, target());
     if (residency_.grads == Extent::Slice) pinned_grads_[u] = Tensor({size}, target());
+  }
+  if (gathers_values()) {
+    // Expanding a full bf16 copy needs no communication to overlap: one buffer is enough.
+    const std::size_t buffers = sliced_compute ? gather_buffers : 1;
+    for (std::size_t b = 0; b < buffers; ++b) {
+      gathered_.push_back(Tensor({largest_unpinned_unit()}, target()));
+      if (mixed_ && sliced_compute) {
+        staged_.push_back(Tensor({largest_unpinned_unit()}, target(), DType::BF16));
+      }
+    }
+    held_unit_.assign(buffers, kNone);
+  }
+  if (mixed_) {
+    compute_ = Tensor({sliced_compute ? layout_.shard_size : layout_.full_size}, target(),
+                      DType::BF16);
+    refresh_needed_ = true;
   }
   if (sliced_values) {
     values_ = Tensor({layout_.shard_size}, target());
-    for (std::size_t b = 0; b < gather_buffers; ++b) {
-      gathered_.push_back(Tensor({largest_unpinned_unit()}, target()));
-    }
-    held_unit_.assign(gather_buffers, kNone);
     take_initial_slices_from(initial_);
   }
   if (residency_.grads == Extent::Slice) {
@@ -114,7 +134,7 @@ Range ParamStore::owned(std::size_t unit) const {
 }
 
 bool ParamStore::whole_values(std::size_t unit) const {
-  return residency_.params == Extent::Full || pinned_[unit];
+  return !gathers_values() || pinned_[unit];
 }
 
 bool ParamStore::whole_grads(std::size_t unit) const {
@@ -139,7 +159,7 @@ std::size_t ParamStore::buffer_holding(std::size_t unit) const {
 void ParamStore::forget_gathered() { held_unit_.assign(held_unit_.size(), kNone); }
 
 Tensor& ParamStore::values_buffer(std::size_t unit) {
-  if (residency_.params == Extent::Full) return values_;
+  if (!gathers_values()) return values_;
   if (pinned_[unit]) return pinned_values_[unit];
   const std::size_t b = buffer_holding(unit);
   NOEIRA_CHECK(b != kNone, "parameter store: unit ", unit, " is not gathered (ZeRO-3 values are "
@@ -149,11 +169,49 @@ Tensor& ParamStore::values_buffer(std::size_t unit) {
 
 float* ParamStore::unit_values(std::size_t unit) {
   Tensor& buffer = values_buffer(unit);
-  return buffer.data() + (residency_.params == Extent::Full ? layout_.full_offset[unit] : 0);
+  return buffer.data() + (gathers_values() ? 0 : layout_.full_offset[unit]);
 }
 
 float* ParamStore::owned_values(std::size_t unit) {
+  if (mixed_) {
+    // The masters: a pinned unit's owned slice lies with the others (its whole copy is rounded).
+    return values_.data() + (residency_.state == Extent::Slice
+                                 ? layout_.shard_offset[unit]
+                                 : layout_.full_offset[unit] + owned(unit).begin);
+  }
   return owned_of(residency_.params, values_, pinned_values_[unit], unit);
+}
+
+float* ParamStore::full_values() {
+  NOEIRA_CHECK(value_extent() == Extent::Full, "parameter store: the values are sliced");
+  return values_.data();
+}
+
+std::uint16_t* ParamStore::owned_compute(std::size_t unit) {
+  NOEIRA_CHECK(mixed_, "parameter store: no bf16 compute copy without mixed precision");
+  return compute_.as<std::uint16_t>() +
+         (residency_.params == Extent::Slice ? layout_.shard_offset[unit]
+                                             : layout_.full_offset[unit] + owned(unit).begin);
+}
+
+std::uint16_t* ParamStore::unit_compute(std::size_t unit) {
+  NOEIRA_CHECK(mixed_ && residency_.params == Extent::Full,
+               "parameter store: unit ", unit, " has no whole bf16 compute copy here");
+  return compute_.as<std::uint16_t>() + layout_.full_offset[unit];
+}
+
+void ParamStore::round_owned(std::size_t unit) {
+  const std::int64_t n = owned(unit).size();
+  std::uint16_t* rounded = owned_compute(unit);
+  k_->to_bf16(stream_, rounded, owned_values(unit), n);
+  if (pinned_[unit]) {
+    k_->from_bf16(stream_, GradMode::Overwrite, pinned_values_[unit].data() + owned(unit).begin,
+                  rounded, n);
+  }
+}
+
+std::uint16_t* ParamStore::staging_buffer(std::size_t buffer) {
+  return staged_.empty() ? nullptr : staged_[buffer].as<std::uint16_t>();
 }
 
 float* ParamStore::unit_grads(std::size_t unit) {
@@ -213,9 +271,9 @@ void ParamStore::release(std::size_t unit, bool values) {
     (values ? p.val : p.grd) = Tensor::absent(
         p.shape(), target(), DType::F32,
         values ? detail::concat("parameter ", name,
-                                ": its value is not gathered now (ZeRO-3 holds a unit's values "
-                                "only while the unit runs, between its hooks); read parameters "
-                                "through the policy")
+                                ": its value is not gathered now (ZeRO-3 and bf16 mixed "
+                                "precision hold a unit's values only while the unit runs, "
+                                "between its hooks); read parameters through the policy")
                : detail::concat("parameter ", name,
                                 ": its gradient exists only during its unit's vjp under ZeRO-2/3 "
                                 "(a rank keeps the reduced slice); drive backward with "
@@ -241,9 +299,10 @@ void ParamStore::take_initial_slices() {
 void ParamStore::drop_initial() { initial_ = Tensor(); }
 
 void ParamStore::take_initial_slices_from(const Tensor& full) {
+  refresh_needed_ = mixed_;
   for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
     const float* unit = full.data() + layout_.full_offset[u];
-    if (pinned_[u]) {
+    if (pinned_[u] && !mixed_) {
       copy_floats(*k_, stream_, pinned_values_[u].data(), unit, layout_.units[u].padded_size);
     } else {
       copy_floats(*k_, stream_, owned_values(u), unit + owned(u).begin, owned(u).size());
@@ -255,19 +314,25 @@ void ParamStore::take_initial_slices_from(const Tensor& full) {
 
 std::vector<HeldPiece> ParamStore::pieces(State state, Coverage coverage) {
   std::vector<HeldPiece> out;
-  if (coverage == Coverage::Held) forget_gathered();
+  if (coverage == Coverage::Held) {
+    forget_gathered();
+    if (state == State::Value) refresh_needed_ = mixed_;
+  }
   Tensor& buffer = state == State::Value ? values_ : state == State::M ? m_ : v_;
   if (!buffer.defined()) return out;
+  // The masters of mixed precision are held like the optimizer state.
+  const bool like_state = state != State::Value || mixed_;
   for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
     const FlatLayout& l = layout_.units[u];
-    const bool whole = state == State::Value ? whole_values(u) : residency_.state == Extent::Full;
+    const bool whole = like_state ? residency_.state == Extent::Full : whole_values(u);
     const Range range = coverage == Coverage::Written || !whole ? l.slice(rank_)
                                                                 : Range{0, l.padded_size};
     float* base = nullptr;
-    if (state == State::Value) {
+    if (!like_state) {
       base = whole ? unit_values(u) + range.begin : owned_values(u);
     } else {
-      base = owned_state(state, u) + (whole ? range.begin : 0);
+      base = (state == State::Value ? owned_values(u) : owned_state(state, u)) +
+             (whole ? range.begin : 0);
     }
     for (const Piece& p : l.pieces(range)) {
       out.push_back({layout_.first_param[u] + p.param, p.param_begin, p.count,
@@ -296,8 +361,9 @@ std::int64_t ParamStore::pinned_elements() const {
 }
 
 std::int64_t ParamStore::value_bytes() const {
-  std::int64_t n = values_.byte_size();
+  std::int64_t n = mixed_ ? compute_.byte_size() : values_.byte_size();
   for (const Tensor& t : gathered_) n += t.byte_size();
+  for (const Tensor& t : staged_) n += t.byte_size();
   for (const Tensor& t : pinned_values_) n += t.byte_size();
   return n;
 }
@@ -308,7 +374,9 @@ std::int64_t ParamStore::grad_bytes() const {
   return n;
 }
 
-std::int64_t ParamStore::state_bytes() const { return m_.byte_size() + v_.byte_size(); }
+std::int64_t ParamStore::state_bytes() const {
+  return m_.byte_size() + v_.byte_size() + (mixed_ ? values_.byte_size() : 0);
+}
 
 std::int64_t ParamStore::transient_bytes() const {
   return grads_unit_.byte_size() + initial_.byte_size();

@@ -22,6 +22,19 @@
 // holding one unit's full values or none: one buffer, or two when the policy prefetches (the next
 // unit's gather fills one while the current unit computes from the other).
 //
+// Mixed precision (bf16 values, --precision bf16): the units compute with a bf16 copy of the
+// parameters, and the fp32 values are the optimizer's masters (the ZeRO paper's accounting):
+//
+//   masters   fp32, sliced like the optimizer state (a rank updates and holds its owned range)
+//   compute   bf16, the rounded masters, full or sliced like the values above (2 bytes each)
+//
+// A unit's compute values reach its Params as fp32 words holding bf16 values, in a gather buffer
+// filled only while the unit runs: expanded from the full bf16 copy (DDP, ZeRO-1/2) or
+// all-gathered in bf16 and expanded (ZeRO-3; a staging buffer per gather buffer). Pinned units
+// keep whole fp32 copies of their rounded values. After a step the policy rounds each rank's
+// owned masters into the compute copy and all-gathers what the others need; a load or the
+// initial broadcast marks the compute copy stale until it does (refresh_needed).
+//
 // Param::val / Param::grd are handles into these buffers. A handle whose memory the store does
 // not hold now (a ZeRO-3 value outside its unit's gather, a ZeRO-2/3 gradient outside its unit's
 // vjp) is an absent tensor: reading it is an error that names the parameter, never another
@@ -69,13 +82,22 @@ struct HeldPiece {
 class ParamStore {
  public:
   // Adopts the walk's parameters (on ctx.target) for rank `rank` of `ranks`.
+  // value_dtype: F32, or BF16 for mixed precision (above).
   ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks, const Context& ctx,
              std::int64_t alignment = 32, std::int64_t persist_below = 0,
-             std::size_t gather_buffers = 1);
+             std::size_t gather_buffers = 1, DType value_dtype = DType::F32);
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
 
   Residency residency() const { return residency_; }
+  // Mixed precision: bf16 compute values, fp32 masters (above).
+  bool mixed() const { return mixed_; }
+  // Whether units' values exist only between their hooks (gathered or expanded): sliced values,
+  // or mixed precision.
+  bool gathers_values() const { return mixed_ || residency_.params == Extent::Slice; }
+  // How much of the fp32 values a rank keeps: the values' extent, or under mixed precision the
+  // masters', which is the optimizer state's.
+  Extent value_extent() const { return mixed_ ? residency_.state : residency_.params; }
   const ShardedLayout& layout() const { return layout_; }
   std::size_t unit_count() const { return layout_.unit_count(); }
   int rank() const { return rank_; }
@@ -100,15 +122,33 @@ class ParamStore {
 
   // Where unit u's values are in full (its padded range): the full buffer, its pinned copy, or
   // the gather buffer holding it (an error when none does); where its owned values are: this
-  // rank's slice of them (the all-gather source and target of ZeRO).
+  // rank's slice of them (the all-gather source and target of ZeRO), under mixed precision the
+  // owned masters (what the optimizer updates).
   float* unit_values(std::size_t unit);
   float* owned_values(std::size_t unit);
+  // All fp32 values where a rank holds them whole (value_extent() Full): the broadcast's buffer.
+  float* full_values();
   // Unit u's whole gradient (full buffer, or the transient unit buffer for sliced gradients) and
   // the owned range of it after reduction.
   float* unit_grads(std::size_t unit);
   float* owned_grads(std::size_t unit);
   // m or v over unit u's owned range; null before ensure_state allocated it.
   float* owned_state(State state, std::size_t unit);
+  // Mixed precision: unit u's owned range of the bf16 compute copy (the all-gather source), and
+  // the whole unit in it (values held full: the all-gather target and the expansion's source).
+  std::uint16_t* owned_compute(std::size_t unit);
+  std::uint16_t* unit_compute(std::size_t unit);
+  // Rounds unit u's owned masters into its owned compute range (and, for a pinned unit, into the
+  // owned range of its whole fp32 copy), which the policy then all-gathers where state is sliced.
+  void round_owned(std::size_t unit);
+  // Whether the compute copy must be made again from the masters before a unit runs (mixed
+  // precision: after the store's construction, the initial broadcast or a load), and who says
+  // it has been or must be.
+  bool refresh_needed() const { return refresh_needed_; }
+  void set_refresh_needed(bool needed) { refresh_needed_ = mixed_ && needed; }
+  // ZeRO-3 under mixed precision: the bf16 buffer gather buffer b's unit is all-gathered into
+  // before it is expanded; null otherwise.
+  std::uint16_t* staging_buffer(std::size_t buffer);
   bool has_state(State state) const;
   // Allocates m and / or v (zeroed) as needed; the first stateful step calls it.
   void ensure_state(bool m, bool v);
@@ -130,8 +170,9 @@ class ParamStore {
   void bind_grads(std::size_t unit);
   void release_grads(std::size_t unit);
 
-  // ZeRO-3: the full initial values (from the adopted walk), kept until training starts so that
-  // the initial broadcast can replace them; null afterwards. take_initial_slices copies this
+  // Sliced fp32 values (ZeRO-3, or the masters of mixed precision under ZeRO-1/2/3): the full
+  // initial values (from the adopted walk), kept until training starts so that the initial
+  // broadcast can replace them; null afterwards. take_initial_slices copies this
   // rank's slices from them (after the broadcast) and drops them; drop_initial only drops them
   // (the first forward or step: the slices are already this rank's, maybe loaded since).
   float* initial_values();
@@ -182,6 +223,12 @@ class ParamStore {
   Tensor grads_;       // [full_size] or [shard_size] (grads Slice)
   Tensor grads_unit_;  // [largest unpinned unit] grads Slice: one unit's full gradient, transient
   Tensor m_, v_;       // [full_size] or [shard_size] (state Slice), allocated by ensure_state
+
+  // Mixed precision (values_ then holds the masters, extent value_extent()).
+  bool mixed_ = false;
+  bool refresh_needed_ = false;  // the compute copy is not the rounded masters
+  Tensor compute_;               // bf16 [full_size] or [shard_size] (params Slice)
+  std::vector<Tensor> staged_;   // bf16 [gather buffers][largest unpinned unit], params Slice
 };
 
 }  // namespace noeira::dist

@@ -1,5 +1,6 @@
 #include "distributed/policy.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "distributed/host_collectives.hpp"
@@ -42,7 +43,7 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
       group_(group),
       store_(checked_walk(policy, walk, group, ctx), residency_of(policy), group.rank(),
              group.size(), ctx, options.alignment, options.persist_below,
-             options.prefetch ? 2 : 1),
+             options.prefetch ? 2 : 1, options.param_dtype),
       reducer_(store_, group, options.bucket_elements, options.reduce_dtype),
       gatherer_(store_, group) {}
 
@@ -54,42 +55,74 @@ void ShardingPolicy::check_unit(std::size_t unit, const char* hook) const {
 
 void ShardingPolicy::broadcast_initial_parameters() {
   const std::int64_t full = store_.layout().full_size;
-  if (!sliced_values()) {
-    group_.broadcast(flat_span(store_.unit_values(0), full), 0).wait();
+  if (store_.value_extent() == Extent::Full) {
+    group_.broadcast(flat_span(store_.full_values(), full), 0).wait();
+    store_.set_refresh_needed(true);
     return;
   }
   float* initial = store_.initial_values();
-  NOEIRA_CHECK(initial != nullptr, "zero3: broadcast_initial_parameters after the first step");
+  NOEIRA_CHECK(initial != nullptr, to_string(policy_),
+               ": broadcast_initial_parameters after the first step");
   group_.broadcast(flat_span(initial, full), 0).wait();
   store_.take_initial_slices();
+}
+
+// --- mixed precision ---------------------------------------------------------------------------
+
+void ShardingPolicy::refresh_compute_values() {
+  gatherer_.settle();  // no gather may still read the compute copy being rewritten
+  const bool sliced_state = store_.residency().state == Extent::Slice;
+  std::vector<Work> gathers;
+  for (std::size_t u = 0; u < store_.unit_count(); ++u) {
+    const FlatLayout& l = store_.layout().units[u];
+    if (l.padded_size == 0) continue;
+    store_.round_owned(u);
+    if (!sliced_state) continue;
+    // Every rank needs the others' rounded slices where it holds the unit whole: a pinned unit's
+    // fp32 copy, or the whole bf16 copy of ZeRO-1/2 (ZeRO-3 gathers its units when they run).
+    if (store_.pinned(u)) {
+      float* whole = store_.unit_values(u);
+      gathers.push_back(group_.all_gather(flat_span(whole + store_.owned(u).begin, l.shard_size),
+                                          flat_span(whole, l.padded_size)));
+    } else if (store_.residency().params == Extent::Full) {
+      gathers.push_back(group_.all_gather(flat_span(store_.owned_compute(u), l.shard_size),
+                                          flat_span(store_.unit_compute(u), l.padded_size)));
+    }
+  }
+  for (Work& w : gathers) w.wait();
+  store_.forget_gathered();
+  store_.set_refresh_needed(false);
+}
+
+void ShardingPolicy::gather_for_unit(std::size_t unit, PassDirection direction) {
+  store_.drop_initial();  // no longer needed once training runs (broadcast or not)
+  if (store_.refresh_needed()) refresh_compute_values();
+  gatherer_.acquire(unit, direction);
 }
 
 // --- unit hooks ------------------------------------------------------------------------------
 
 void ShardingPolicy::before_forward(std::size_t unit) {
   check_unit(unit, "before_forward");
-  if (sliced_values()) {
-    store_.drop_initial();  // no longer needed once training runs (broadcast or not)
-    gatherer_.acquire(unit, PassDirection::Forward);
-  }
+  if (store_.gathers_values()) gather_for_unit(unit, PassDirection::Forward);
 }
 
 void ShardingPolicy::after_forward(std::size_t unit) {
   check_unit(unit, "after_forward");
   // The gather buffer keeps the values until a later gather overwrites it; the handles go now.
-  if (sliced_values()) store_.release_values(unit);
+  if (store_.gathers_values()) store_.release_values(unit);
 }
 
 void ShardingPolicy::before_vjp(std::size_t unit) {
   check_unit(unit, "before_vjp");
   reducer_.before_vjp(unit);
   if (sliced_grads() && !store_.whole_grads(unit)) store_.bind_grads(unit);
-  if (sliced_values()) gatherer_.acquire(unit, PassDirection::Backward);
+  if (store_.gathers_values()) gather_for_unit(unit, PassDirection::Backward);
 }
 
 void ShardingPolicy::after_vjp(std::size_t unit) {
   check_unit(unit, "after_vjp");
-  if (sliced_values()) store_.release_values(unit);
+  if (store_.gathers_values()) store_.release_values(unit);
   if (sliced_grads()) store_.release_grads(unit);
   reducer_.after_vjp(unit);
 }
@@ -116,7 +149,9 @@ void ShardingPolicy::step(Optimizer& optimizer, float lr) {
   NOEIRA_CHECK(reducer_.idle(), "step before reduce_gradients");
   gatherer_.settle();  // the step writes the slices a gather in flight reads
   optimizer_step(store_, optimizer, lr);
-  if (store_.residency().state == Extent::Slice) {
+  if (store_.mixed()) {
+    refresh_compute_values();
+  } else if (store_.residency().state == Extent::Slice) {
     // Units held whole with sliced state (ZeRO-1/2, and pinned units under ZeRO-3): every rank
     // needs every updated parameter for the next forward.
     std::vector<Work> gathers;
@@ -148,10 +183,27 @@ std::vector<float> ShardingPolicy::full_parameters() {
   std::vector<float> out;
   out.reserve(static_cast<std::size_t>(layout.numel()));
   std::vector<float> unit_values;
+  // Mixed precision: the masters, all-gathered where they are sliced.
+  Tensor gathered_masters;
+  if (store_.mixed() && store_.value_extent() == Extent::Slice) {
+    std::int64_t largest = 1;
+    for (const FlatLayout& l : layout.units) largest = std::max(largest, l.padded_size);
+    gathered_masters = Tensor({largest}, target());
+  }
   for (std::size_t u = 0; u < store_.unit_count(); ++u) {
     const FlatLayout& l = layout.units[u];
     unit_values.assign(static_cast<std::size_t>(l.padded_size), 0.0f);
-    if (l.padded_size > 0) {
+    if (l.padded_size > 0 && store_.mixed()) {
+      const float* masters = store_.owned_values(u);
+      if (gathered_masters.defined()) {
+        group_.all_gather(flat_span(masters, l.shard_size),
+                          flat_span(gathered_masters.data(), l.padded_size))
+            .wait();
+        masters = gathered_masters.data();
+      }
+      store_.kernels().download(store_.stream(), unit_values.data(), masters,
+                                unit_values.size() * sizeof(float));
+    } else if (l.padded_size > 0) {
       if (!store_.whole_values(u)) {
         gatherer_.acquire(u, PassDirection::Forward);
         store_.release_values(u);

@@ -50,6 +50,9 @@ struct PolicyOptions {
   bool prefetch = true;
   // The gradient reductions' wire type: F32, or BF16 (grad_reducer.hpp; --reduce-dtype).
   DType reduce_dtype = DType::F32;
+  // F32, or BF16: mixed precision, units compute with a bf16 copy of the parameters and the fp32
+  // masters are sliced like the optimizer state (param_store.hpp; --precision bf16).
+  DType param_dtype = DType::F32;
 };
 
 class ShardingPolicy final : public UnitHooks {
@@ -122,9 +125,14 @@ class ShardingPolicy final : public UnitHooks {
   double gather_wait_seconds() const { return gatherer_.wait_seconds(); }
 
  private:
-  bool sliced_values() const { return store_.residency().params == Extent::Slice; }
   bool sliced_grads() const { return store_.residency().grads == Extent::Slice; }
   void check_unit(std::size_t unit, const char* hook) const;
+  // A unit's values whole for its forward or vjp (its gather or expansion), after the compute
+  // copy is made again from the masters where it must be.
+  void gather_for_unit(std::size_t unit, PassDirection direction);
+  // Mixed precision: the compute copy made from the masters: each rank rounds its owned range,
+  // and ranks all-gather what is held whole (collective where the masters are sliced).
+  void refresh_compute_values();
 
   Policy policy_;
   bool marked_;

@@ -25,10 +25,8 @@ struct Range {
 
 // n elements of a flat buffer from `data`: how the policies hand parts of the store's buffers to
 // the collectives.
-inline std::span<float> flat_span(float* data, std::int64_t n) {
-  return {data, static_cast<std::size_t>(n)};
-}
-inline std::span<const float> flat_span(const float* data, std::int64_t n) {
+template <class T>
+std::span<T> flat_span(T* data, std::int64_t n) {
   return {data, static_cast<std::size_t>(n)};
 }
 

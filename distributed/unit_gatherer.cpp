@@ -14,6 +14,11 @@ void UnitGatherer::settle() {
   in_flight_->wait();
   in_flight_.reset();
   wait_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  if (std::uint16_t* staged = store_.staging_buffer(in_flight_buffer_)) {
+    store_.kernels().from_bf16(store_.stream(), GradMode::Overwrite,
+                               store_.gather_buffer(in_flight_buffer_), staged,
+                               store_.layout().units[in_flight_unit_].padded_size);
+  }
   store_.set_held(in_flight_buffer_, in_flight_unit_);
   in_flight_unit_ = ParamStore::kNone;
   in_flight_buffer_ = ParamStore::kNone;
@@ -22,8 +27,20 @@ void UnitGatherer::settle() {
 void UnitGatherer::start(std::size_t unit, std::size_t buffer) {
   const FlatLayout& u = store_.layout().units[unit];
   store_.set_held(buffer, ParamStore::kNone);  // being overwritten
-  in_flight_.emplace(group_.all_gather(flat_span(store_.owned_values(unit), u.shard_size),
-                                       flat_span(store_.gather_buffer(buffer), u.padded_size)));
+  if (!store_.mixed()) {
+    in_flight_.emplace(group_.all_gather(flat_span(store_.owned_values(unit), u.shard_size),
+                                         flat_span(store_.gather_buffer(buffer), u.padded_size)));
+  } else if (store_.residency().params == Extent::Slice) {
+    // Expanded to fp32 by settle().
+    in_flight_.emplace(group_.all_gather(flat_span(store_.owned_compute(unit), u.shard_size),
+                                         flat_span(store_.staging_buffer(buffer), u.padded_size)));
+  } else {
+    // Every rank holds the whole bf16 copy: nothing to communicate.
+    store_.kernels().from_bf16(store_.stream(), GradMode::Overwrite, store_.gather_buffer(buffer),
+                               store_.unit_compute(unit), u.padded_size);
+    store_.set_held(buffer, unit);
+    return;
+  }
   in_flight_unit_ = unit;
   in_flight_buffer_ = buffer;
 }

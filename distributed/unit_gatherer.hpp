@@ -17,6 +17,11 @@
 // flight and is gathered then, correct and merely not overlapped. At most one gather is in
 // flight; settle() completes it, and the policy settles before anything writes the slices a
 // gather reads (the optimizer step, a checkpoint load).
+//
+// Under mixed precision (param_store.hpp) the same hooks fill the gather buffers with fp32 words
+// holding the unit's bf16 compute values: all-gathered in bf16 and expanded when the gather
+// settles (ZeRO-3: half the bytes on the wire), or expanded from the rank's whole bf16 copy with
+// nothing to communicate (DDP, ZeRO-1/2: one buffer, no prefetch).
 #include <cstddef>
 #include <optional>
 

@@ -79,8 +79,9 @@ TrainerRun train_simulated(dist::Policy policy, int ranks, const TrainConfig& cf
     Context ctx = Context::for_target(Target::Cpu, nullptr, setup.precision);
     ScratchArena scratch;
     if (setup.checkpoint_activations) ctx.scratch = &scratch;
-    dist::ShardingPolicy sharding(policy, dist::walk_units(model), group, ctx,
-                                  setup.policy_options);
+    dist::PolicyOptions options = setup.policy_options;
+    options.param_dtype = param_dtype_of(setup.precision);
+    dist::ShardingPolicy sharding(policy, dist::walk_units(model), group, ctx, options);
     sharding.broadcast_initial_parameters();
     auto task = make_task();
     std::ostringstream out, notes;

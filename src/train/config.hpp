@@ -124,6 +124,11 @@ LrSchedule lr_schedule(const TrainConfig& config, std::int64_t total_steps);
 // The target --device names: "cpu" or "cuda"; anything else is an InputError.
 Target parse_device(std::string_view name);
 Precision parse_precision(std::string_view name);
+// What the units compute with at a precision: fp32 parameters, or at bf16 a bf16 copy of them
+// beside fp32 masters (dist::PolicyOptions::param_dtype).
+inline DType param_dtype_of(Precision precision) {
+  return precision == Precision::Bf16 ? DType::BF16 : DType::F32;
+}
 DType parse_reduce_dtype(std::string_view name);
 
 // Whether the run trains a language model on text (--data text) rather than classifying images.

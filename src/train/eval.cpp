@@ -47,6 +47,7 @@ EvalResult run_eval(const TrainConfig& given) {
     if constexpr (LanguageModel<M>) {
       const TextRun run = text_run_for(cfg, saved, target, M::vocab);
       saved.load_into(model);
+      round_to_compute_values(model, ctx, parse_precision(cfg.precision));
       // One period of one step: the task is only asked for its validation set.
       TrainConfig eval_cfg = cfg;
       eval_cfg.steps = 1;
@@ -55,6 +56,7 @@ EvalResult run_eval(const TrainConfig& given) {
     } else {
       const ImageRun run = load_image_run(cfg, target, M::in_dim, /*train_split=*/false);
       saved.load_into(model);
+      round_to_compute_values(model, ctx, parse_precision(cfg.precision));
       return evaluate_classifier(model, ctx, run.test, cfg.eval_batch, nullptr);
     }
   });

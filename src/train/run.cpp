@@ -50,6 +50,7 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
   o.persist_below = cfg.zero3_persist_below;
   o.prefetch = !cfg.no_zero3_prefetch;
   o.reduce_dtype = parse_reduce_dtype(cfg.reduce_dtype);
+  o.param_dtype = param_dtype_of(parse_precision(cfg.precision));
   return o;
 }
 

@@ -52,6 +52,21 @@ class SavedModel {
   NonFinite non_finite_ = NonFinite::Refuse;
 };
 
+// What a model trained at `precision` computes with: at bf16 every parameter rounded to
+// bfloat16, the compute copy training's policy made of the fp32 masters a file holds
+// (distributed/param_store.hpp), so that `eval --precision bf16` sees what training's
+// validation saw.
+template <Module M>
+void round_to_compute_values(M& model, const Context& ctx, Precision precision) {
+  if (param_dtype_of(precision) != DType::BF16) return;
+  for_each_param(model, [&](const std::string&, Param& p) {
+    Tensor rounded({p.numel()}, p.target(), DType::BF16);
+    ctx.k->to_bf16(ctx.stream, rounded.as<std::uint16_t>(), p.val.data(), p.numel());
+    ctx.k->from_bf16(ctx.stream, GradMode::Overwrite, p.val.data(),
+                     rounded.as<std::uint16_t>(), p.numel());
+  });
+}
+
 template <Module M>
 void SavedModel::load_into(M& model) {
   const dist::WalkUnits walk = dist::walk_units(model);
