@@ -101,12 +101,9 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
   if (mixed_) {
     compute_ = Tensor({sliced_compute ? layout_.shard_size : layout_.full_size}, target(),
                       DType::BF16);
-    refresh_needed_ = true;
   }
-  if (sliced_values) {
-    values_ = Tensor({layout_.shard_size}, target());
-    take_initial_slices_from(initial_);
-  }
+  if (sliced_values) values_ = Tensor({layout_.shard_size}, target());
+  take_initial_slices_from(full);
   if (residency_.grads == Extent::Slice) {
     grads_ = Tensor({layout_.shard_size}, target());
     grads_unit_ = Tensor({largest_unpinned_unit()}, target());
@@ -210,6 +207,29 @@ void ParamStore::round_owned(std::size_t unit) {
   }
 }
 
+void ParamStore::round_compute_from(const Tensor& full) {
+  const bool sliced_compute = residency_.params == Extent::Slice;
+  for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
+    const std::int64_t size = layout_.units[u].padded_size;
+    const float* unit = full.data() + layout_.full_offset[u];
+    if (!sliced_compute) {
+      k_->to_bf16(stream_, unit_compute(u), unit, size);
+    } else {
+      k_->to_bf16(stream_, owned_compute(u), unit + owned(u).begin, owned(u).size());
+    }
+    if (!pinned_[u]) continue;
+    // The whole unit rounded; a sliced compute copy holds only this rank's part of it.
+    Tensor whole;
+    if (sliced_compute) {
+      whole = Tensor({size}, target(), DType::BF16);
+      k_->to_bf16(stream_, whole.as<std::uint16_t>(), unit, size);
+    }
+    k_->from_bf16(stream_, GradMode::Overwrite, pinned_values_[u].data(),
+                  sliced_compute ? whole.as<std::uint16_t>() : unit_compute(u), size);
+  }
+  refresh_needed_ = false;
+}
+
 std::uint16_t* ParamStore::staging_buffer(std::size_t buffer) {
   return staged_.empty() ? nullptr : staged_[buffer].as<std::uint16_t>();
 }
@@ -299,7 +319,8 @@ void ParamStore::take_initial_slices() {
 void ParamStore::drop_initial() { initial_ = Tensor(); }
 
 void ParamStore::take_initial_slices_from(const Tensor& full) {
-  refresh_needed_ = mixed_;
+  if (mixed_) round_compute_from(full);
+  if (value_extent() == Extent::Full) return;  // the values are the full buffer itself
   for (std::size_t u = 0; u < layout_.unit_count(); ++u) {
     const float* unit = full.data() + layout_.full_offset[u];
     if (pinned_[u] && !mixed_) {

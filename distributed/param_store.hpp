@@ -32,8 +32,9 @@
 // filled only while the unit runs: expanded from the full bf16 copy (DDP, ZeRO-1/2) or
 // all-gathered in bf16 and expanded (ZeRO-3; a staging buffer per gather buffer). Pinned units
 // keep whole fp32 copies of their rounded values. After a step the policy rounds each rank's
-// owned masters into the compute copy and all-gathers what the others need; a load or the
-// initial broadcast marks the compute copy stale until it does (refresh_needed).
+// owned masters into the compute copy and all-gathers what the others need; a load marks the
+// compute copy stale until it does (refresh_needed). The initial values are full on every rank,
+// so the first compute copy is rounded from them without communication.
 //
 // Param::val / Param::grd are handles into these buffers. A handle whose memory the store does
 // not hold now (a ZeRO-3 value outside its unit's gather, a ZeRO-2/3 gradient outside its unit's
@@ -142,8 +143,7 @@ class ParamStore {
   // owned range of its whole fp32 copy), which the policy then all-gathers where state is sliced.
   void round_owned(std::size_t unit);
   // Whether the compute copy must be made again from the masters before a unit runs (mixed
-  // precision: after the store's construction, the initial broadcast or a load), and who says
-  // it has been or must be.
+  // precision: after a load wrote the masters), and who says it has been or must be.
   bool refresh_needed() const { return refresh_needed_; }
   void set_refresh_needed(bool needed) { refresh_needed_ = mixed_ && needed; }
   // ZeRO-3 under mixed precision: the bf16 buffer gather buffer b's unit is all-gathered into
@@ -202,6 +202,9 @@ class ParamStore {
   void bind(std::size_t unit, bool values);
   void release(std::size_t unit, bool values);
   void take_initial_slices_from(const Tensor& full);
+  // Mixed precision: the compute copy (and pinned units' whole copies) rounded from full fp32
+  // values every rank holds, with no communication.
+  void round_compute_from(const Tensor& full);
 
   WalkUnits walk_;
   Residency residency_;

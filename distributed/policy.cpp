@@ -57,7 +57,9 @@ void ShardingPolicy::broadcast_initial_parameters() {
   const std::int64_t full = store_.layout().full_size;
   if (store_.value_extent() == Extent::Full) {
     group_.broadcast(flat_span(store_.full_values(), full), 0).wait();
-    store_.set_refresh_needed(true);
+    // Mixed DDP: the compute copy rounded from the new values (every rank updates them whole,
+    // so this communicates nothing).
+    if (store_.mixed()) refresh_compute_values();
     return;
   }
   float* initial = store_.initial_values();
