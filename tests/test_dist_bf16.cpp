@@ -1,6 +1,7 @@
 // --precision bf16 through the trainer on simulated ranks (issue 14's mixed precision): the
-// matrix products round their operands to bfloat16, everything else — parameters (the fp32
-// masters), gradients, their reductions, the optimizer — stays fp32. So:
+// units compute with a bf16 copy of the parameters (tests/test_dist_mixed_params.cpp pins it),
+// the matrix products round their operands to bfloat16, and the masters, gradients, their
+// reductions and the optimizer stay fp32. So:
 //  - the policies keep their contract in bf16 too: ZeRO-1/2/3 train DDP's bits, and under
 //    accumulation ZeRO-1 DDP's and ZeRO-3 ZeRO-2's (docs/design.md "Gradient accumulation");
 //  - N ranks train one rank's run within the tolerance of rounded products;

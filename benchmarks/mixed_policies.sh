@@ -1,0 +1,86 @@
+#!/bin/bash
+# What bf16 mixed precision's parameter copies buy each policy, side by side in one run:
+# `mpirun -np N noeira train --policy P` on a GPT with --precision fp32 and bf16 (the units
+# compute with a bf16 copy of the parameters, the fp32 masters are sliced like the optimizer
+# state: distributed/param_store.hpp). Per policy and precision: the step time (mean and median
+# over the measured steps), the time the ranks waited on ZeRO-3's parameter gathers, and rank 0's
+# bytes from --report-memory (parameters, gradients, optimizer state with the masters, and their
+# total); then bf16 / fp32 for each. Beside them the machine's sgemm rate at one thread
+# (benchmarks/bench_sgemm.cpp), which says how fast this machine computes.
+#
+#   benchmarks/mixed_policies.sh [build-dir] [steps] [model]   (defaults: build 15 gpt-char)
+#   environment: WARMUP=3 steps before the measured ones, BATCH=16, RANKS=2,
+#                POLICIES="ddp zero1 zero2 zero3", DATA=/usr/share/games/fortunes,
+#                MPIRUN_ARGS goes to mpirun as is
+#
+# The bf16 runs also round the matrix products' operands (that is what --precision bf16 means),
+# so their step time includes the bf16 products' gain or cost on this CPU; the memory and the
+# gather waits are the parameter copies' alone. Exits non-zero when a run fails.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-$here/../build}
+steps=${2:-15}
+model=${3:-gpt-char}
+warmup=${WARMUP:-3}
+batch=${BATCH:-16}
+np=${RANKS:-2}
+policies=${POLICIES:-ddp zero1 zero2 zero3}
+data=${DATA:-/usr/share/games/fortunes}
+python=/usr/bin/python3
+
+source "$here/text_bench_setup.sh" mixed_policies
+command -v mpirun > /dev/null || { echo "mixed_policies: mpirun not found" >&2; exit 1; }
+if [[ $EUID -eq 0 ]]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+command -v ssh > /dev/null || export OMPI_MCA_plm=isolated
+export OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+echo "== $(uptime); $(nproc) cores; MPIRUN_ARGS='${MPIRUN_ARGS:-}'"
+echo "== sgemm rate (OpenBLAS, 1 thread)"
+"$bench" --benchmark_filter='BM_Sgemm1024' --benchmark_format=json --benchmark_min_time=0.5 \
+  --benchmark_repetitions=3 > "$work/sgemm.json"
+for policy in $policies; do
+  for precision in fp32 bf16; do
+    echo "== mpirun -np $np noeira train --model $model --policy $policy --precision $precision" \
+         "($warmup + $steps steps, batch $batch)"
+    mpirun -np "$np" ${MPIRUN_ARGS:-} "$noeira" train --data text "${data_flag[@]}" \
+      --model "$model" --policy "$policy" --precision "$precision" --batch "$batch" \
+      --steps "$total" --eval-every "$total" --eval-batches 1 --log-every 1 --threads 1 \
+      --report-memory --out "$work/$policy-$precision" > "$work/$policy-$precision.out"
+  done
+done
+
+PYTHONPATH="$here" "$python" - "$work" "$warmup" "$np" "$policies" <<'PY'
+import json, re, statistics, sys
+from noeira_runs import step_times
+work, warmup, np, policies = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split()
+sgemm = max(b["gflops"] for b in json.load(open(f"{work}/sgemm.json"))["benchmarks"]
+            if b["name"] == "BM_Sgemm1024/real_time" and b.get("run_type") == "iteration")
+print(f"\nsgemm 1024^3 at 1 thread: {sgemm:.1f} GFLOP/s (best of 3); {np} MPI ranks x 1 thread")
+kinds = ("params", "grads", "optimizer", "total")
+
+def figures(run):
+    times, _ = step_times(f"{work}/{run}", warmup)
+    records = [json.loads(l) for l in open(f"{work}/{run}/metrics.jsonl")]
+    period = [r for r in records if r["type"] != "step"][-1]
+    wait = period.get("gather_wait_s")
+    wait = wait / len(times) if isinstance(wait, (int, float)) else float("nan")
+    line = next(l for l in open(f"{work}/{run}.out") if l.startswith("[rank 0] memory:"))
+    mib = {k: float(re.search(k + r" ([0-9.]+) MiB", line).group(1)) for k in kinds}
+    return statistics.mean(times), statistics.median(times), wait, mib
+
+print(f"\n{'policy':7s} {'precision':9s} {'ms/step':>8s} {'median':>8s} {'gather wait':>12s}  "
+      + "  ".join(f"{k + ' MiB':>13s}" for k in kinds))
+for policy in policies:
+    row = {p: figures(f"{policy}-{p}") for p in ("fp32", "bf16")}
+    for p in ("fp32", "bf16"):
+        mean, median, wait, mib = row[p]
+        print(f"{policy:7s} {p:9s} {1e3 * mean:8.1f} {1e3 * median:8.1f} {1e3 * wait:9.2f} ms  "
+              + "  ".join(f"{mib[k]:13.3f}" for k in kinds))
+    (f_mean, _, f_wait, f_mib), (b_mean, _, b_wait, b_mib) = row["fp32"], row["bf16"]
+    waits = f"{b_wait / f_wait:.2f}x" if f_wait == f_wait and f_wait > 0 else "-"
+    print(f"{policy:7s} bf16/fp32 {b_mean / f_mean:8.3f}x {'':8s} {waits:>12s}  "
+          + "  ".join(f"{b_mib[k] / f_mib[k]:12.3f}x" for k in kinds))
+PY
