@@ -6,7 +6,9 @@
 #    5 % of the fp32 run's;
 #  - the saved parameters and the checkpoint's values are the fp32 masters: float32 datasets,
 #    most of whose values a bfloat16 cannot hold;
-#  - a run resumed from its step-7 checkpoint ends on the bits of the uninterrupted run;
+#  - a run resumed from its step-7 checkpoint ends on the bits of the uninterrupted run, under
+#    zero3 as it was written and under mpiexec's zero1 and ddp (the bf16 copy remade from the
+#    loaded masters);
 #  - with --reduce-dtype bf16 too (gradients reduced in bf16): mpiexec's bits are the simulated
 #    ranks', resume is exact, and the mlp's and gpt-tiny's losses stay within 5 % of fp32's;
 #  - `noeira eval` (its config.json names the precision) gives the last validation loss.
@@ -68,7 +70,15 @@ within_5_percent "$(loss_of "$work/sim.log" eval val_loss)" \
 "$noeira" $bf16 --policy zero3 --sim-ranks 2 --resume "$work/ckpt/step-00000007" \
   --out "$work/resumed" </dev/null >/dev/null
 "$h5diff" "$work/sim/model.h5" "$work/resumed/model.h5"
-echo "bf16 resume identical"
+# The checkpoint holds the masters whatever policy wrote it: resumed by ZeRO-1 (masters sliced,
+# the bf16 copy all-gathered after the load) and by DDP (masters whole), zero3's checkpoint ends
+# on the uninterrupted run's bits; a bf16 copy not made again from the loaded masters would not.
+for policy in zero1 ddp; do
+  "$mpiexec" "$flag" 2 "$noeira" $bf16 --policy $policy --resume "$work/ckpt/step-00000007" \
+    --out "$work/resumed-$policy" </dev/null >/dev/null
+  "$h5diff" "$work/sim/model.h5" "$work/resumed-$policy/model.h5"
+done
+echo "bf16 resume identical (zero3, and zero3's checkpoint under mpiexec's zero1 and ddp)"
 /usr/bin/python3 - "$work/sim/model.h5" "$work/ckpt/step-00000007" <<'PY'
 import glob, os, sys
 try:
