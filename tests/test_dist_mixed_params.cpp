@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "dist_training.hpp"
+#include "gpu_skip.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "kernels/bf16_math.hpp"
 
@@ -34,14 +35,15 @@ PolicyOptions mixed_options(std::int64_t persist_below = 0) {
 }
 
 // Two Adam steps of Net on this rank's rows of the harness's data.
-void train_two_steps(ProcessGroup& pg, Net& model, Context& ctx, ShardingPolicy& policy) {
+void train_two_steps(ProcessGroup& pg, Net& model, Context& ctx, ShardingPolicy& policy,
+                     Target target = Target::Cpu) {
   const harness::Data data;
   Optimizer opt(harness::adam());
   CrossEntropyLoss loss;
   const std::int64_t begin = pg.rank() * harness::kBatch / pg.size();
   const std::int64_t end = (pg.rank() + 1) * harness::kBatch / pg.size();
   for (int s = 0; s < 2; ++s) {
-    auto [x, labels] = data.rows(s, begin, end);
+    auto [x, labels] = data.rows(s, begin, end, target);
     const Tensor& logits = forward_units(model, ctx, x, policy);
     loss.forward_backward(ctx, logits, labels, 1.0f / harness::kBatch);
     vjp_units(model, ctx, loss.grad(), InputGrad::Skip, policy);
@@ -52,45 +54,77 @@ void train_two_steps(ProcessGroup& pg, Net& model, Context& ctx, ShardingPolicy&
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
+// Two mixed-precision steps of `policy` at `ranks` on `target`; then, on every rank, what each
+// unit's Params hold between its hooks must be bf16(master) bit for bit, and be absent after.
+// Returns rank 0's masters.
+std::vector<float> check_compute_values(Policy p, int ranks, std::int64_t persist_below,
+                                        Target target) {
+  std::vector<float> rank0_masters;
+  run_simulated(
+      ranks,
+      [&](ProcessGroup& pg) {
+        const RankStream stream(pg, target);
+        Net model(Init(target, harness::init_spec(7)));
+        Context ctx = Context::for_target(target, stream.get());
+        ShardingPolicy policy(p, walk_units(model), pg, ctx, mixed_options(persist_below));
+        policy.broadcast_initial_parameters();
+        train_two_steps(pg, model, ctx, policy, target);
+        const std::vector<float> masters = policy.full_parameters();
+        std::size_t exact = 0;
+        for (float m : masters) exact += same_bits(m, round_to_bf16(m)) ? 1 : 0;
+        EXPECT_LT(exact, masters.size() / 10) << "the masters were rounded too";
+
+        const WalkUnits walk = walk_units(model);
+        std::size_t at = 0, param = 0;
+        for (std::size_t u = 0; u < walk.unit_params.size(); ++u) {
+          policy.before_forward(u);
+          for (std::size_t i = 0; i < walk.unit_params[u]; ++i, ++param) {
+            const std::vector<float> seen = walk.params[param].param->val.to_vector();
+            for (float v : seen) {
+              ASSERT_TRUE(same_bits(v, round_to_bf16(masters[at])))
+                  << walk.params[param].name << " element " << at << ": " << v << " for "
+                  << masters[at];
+              ++at;
+            }
+          }
+          policy.after_forward(u);
+          if (!policy.store().pinned(u)) {
+            EXPECT_THROW((void)walk.params[param - 1].param->val.to_vector(), Error)
+                << "unit " << u << "'s values outlived its hooks";
+          }
+        }
+        EXPECT_EQ(at, masters.size());
+        if (pg.rank() == 0) rank0_masters = masters;
+      },
+      {}, target);
+  return rank0_masters;
+}
+
 TEST(MixedParams, UnitsComputeWithTheBf16RoundingOfTheMasters) {
   for (std::int64_t persist_below : {0, 64}) {  // 64: ZeRO-3 pins the 55-parameter head
     for (Policy p : kPolicies) {
       for (int n : {1, 2, 3}) {
         SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " ranks, persist "
                                           << persist_below);
-        run_simulated(n, [&](ProcessGroup& pg) {
-          Net model(Init(Target::Cpu, harness::init_spec(7)));
-          Context ctx = Context::for_target(Target::Cpu);
-          ShardingPolicy policy(p, walk_units(model), pg, ctx, mixed_options(persist_below));
-          policy.broadcast_initial_parameters();
-          train_two_steps(pg, model, ctx, policy);
-          const std::vector<float> masters = policy.full_parameters();
-          std::size_t exact = 0;
-          for (float m : masters) exact += same_bits(m, round_to_bf16(m)) ? 1 : 0;
-          EXPECT_LT(exact, masters.size() / 10) << "the masters were rounded too";
-
-          const WalkUnits walk = walk_units(model);
-          std::size_t at = 0, param = 0;
-          for (std::size_t u = 0; u < walk.unit_params.size(); ++u) {
-            policy.before_forward(u);
-            for (std::size_t i = 0; i < walk.unit_params[u]; ++i, ++param) {
-              const std::vector<float> seen = walk.params[param].param->val.to_vector();
-              for (float v : seen) {
-                ASSERT_TRUE(same_bits(v, round_to_bf16(masters[at])))
-                    << walk.params[param].name << " element " << at << ": " << v << " for "
-                    << masters[at];
-                ++at;
-              }
-            }
-            policy.after_forward(u);
-            if (!policy.store().pinned(u)) {
-              EXPECT_THROW((void)walk.params[param - 1].param->val.to_vector(), Error)
-                  << "unit " << u << "'s values outlived its hooks";
-            }
-          }
-          EXPECT_EQ(at, masters.size());
-        });
+        (void)check_compute_values(p, n, persist_below, Target::Cpu);
       }
+    }
+  }
+}
+
+// The same on GPU ranks (the store's bf16 copy, its expansion and the bf16 gathers on the
+// device), whose masters are the CPU run's within the products' tolerance (cuBLAS and OpenBLAS
+// round differently).
+TEST(CudaMixedParams, UnitsComputeWithTheBf16RoundingOfTheMastersOnTheGpu) {
+  NOEIRA_REQUIRE_GPU();
+  for (Policy p : kPolicies) {
+    for (int n : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << to_string(p) << " at " << n << " GPU ranks");
+      const std::vector<float> gpu = check_compute_values(p, n, 64, Target::Cuda);
+      const std::vector<float> cpu = check_compute_values(p, n, 64, Target::Cpu);
+      ASSERT_EQ(gpu.size(), cpu.size());
+      const double tol = 1e-4 * harness::max_abs(cpu) + 1e-6;
+      for (std::size_t i = 0; i < cpu.size(); ++i) ASSERT_NEAR(gpu[i], cpu[i], tol) << i;
     }
   }
 }
