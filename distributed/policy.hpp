@@ -18,9 +18,11 @@
 //   loss ...; vjp_units(model, ctx, dy, InputGrad::Skip, policy);  // reductions start per unit
 //   policy.reduce_gradients();                      // waits for all of them
 //   policy.clip_grad_norm(max) (optional);  policy.step(optimizer, lr);
-// DDP and ZeRO-1 also accept a plain model.forward / model.vjp followed by reduce_gradients()
-// (no overlap); ZeRO-2/3 need the unit drivers (their gradient handles exist only inside a
-// unit's vjp), and reading a handle outside them is an error naming the parameter.
+// DDP and ZeRO-1 in fp32 also accept a plain model.forward / model.vjp followed by
+// reduce_gradients() (no overlap); ZeRO-2/3 need the unit drivers (their gradient handles exist
+// only inside a unit's vjp), and so does every policy under mixed precision (a unit's bf16 values
+// are expanded only inside its hooks); reading a handle outside them is an error naming the
+// parameter.
 #include <cstdint>
 #include <vector>
 
@@ -104,7 +106,9 @@ class ShardingPolicy final : public UnitHooks {
   // Clips by the global norm (optim/clip.hpp's coefficient); returns the norm before clipping.
   double clip_grad_norm(double max_norm);
 
-  // One optimizer step over what this rank owns; ZeRO-1/2 then all-gather the parameters.
+  // One optimizer step over what this rank owns; ZeRO-1/2 then all-gather the parameters (under
+  // mixed precision: every rank rounds its updated masters into the bf16 copy, which ZeRO-1/2
+  // all-gather in bf16).
   void step(Optimizer& optimizer, float lr);
 
   // Every parameter, walk order, without padding. Collective for ZeRO-3 (it gathers).
