@@ -12,6 +12,22 @@
 
 namespace noeira::cpu {
 
+namespace {
+
+// A shuffled batch reads its rows from anywhere in the table, each a fresh trip to memory: the
+// row this many ahead is asked for while the current one is converted.
+constexpr std::int64_t kPrefetchRowsAhead = 4;
+constexpr std::int64_t kCacheLine = 64;
+
+void prefetch_row(const std::uint8_t* table, std::int64_t sample, std::int64_t row_bytes,
+                  std::int64_t table_rows) {
+  if (sample < 0 || sample >= table_rows) return;
+  const std::uint8_t* row = table + sample * row_bytes;
+  for (std::int64_t b = 0; b < row_bytes; b += kCacheLine) __builtin_prefetch(row + b);
+}
+
+}  // namespace
+
 void gather_pixels(Stream, float* dst, const std::int32_t* index, const std::uint8_t* table,
                    std::int64_t rows, std::int64_t row_bytes, std::int64_t table_rows,
                    const PixelNormalization& norm, const CropFlip* augment) {
@@ -22,6 +38,9 @@ void gather_pixels(Stream, float* dst, const std::int32_t* index, const std::uin
     if (sample < 0 || sample >= table_rows) {
       for (std::int64_t i = 0; i < row_bytes; ++i) out[i] = std::bit_cast<float>(kPoisonWord);
       return;
+    }
+    if (index != nullptr && r + kPrefetchRowsAhead < rows) {
+      prefetch_row(table, index[r + kPrefetchRowsAhead], row_bytes, table_rows);
     }
     const std::uint8_t* in = table + sample * row_bytes;
     if (augment == nullptr) {
