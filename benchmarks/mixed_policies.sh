@@ -3,15 +3,17 @@
 # `mpirun -np N noeira train --policy P` on a GPT with --precision fp32 and bf16 (the units
 # compute with a bf16 copy of the parameters, the fp32 masters are sliced like the optimizer
 # state: distributed/param_store.hpp). Per policy and precision: the step time (mean and median
-# over the measured steps), the time the ranks waited on ZeRO-3's parameter gathers, and rank 0's
-# bytes from --report-memory (parameters, gradients, optimizer state with the masters, and their
-# total); then bf16 / fp32 for each. Beside them the machine's sgemm rate at one thread
+# over the measured steps), the time the ranks waited on ZeRO-3's parameter gathers per step (the
+# mean over ranks and over every step, warm-up included), and rank 0's bytes from
+# --report-memory (parameters, gradients, optimizer state with the masters, and their total);
+# then bf16 / fp32 for each. Beside them the machine's sgemm rate at one thread
 # (benchmarks/bench_sgemm.cpp), which says how fast this machine computes.
 #
 #   benchmarks/mixed_policies.sh [build-dir] [steps] [model]   (defaults: build 15 gpt-char)
 #   environment: WARMUP=3 steps before the measured ones, BATCH=16, RANKS=2,
 #                POLICIES="ddp zero1 zero2 zero3", DATA=/usr/share/games/fortunes,
-#                MPIRUN_ARGS goes to mpirun as is
+#                FLAGS (more train flags for every run, e.g. --no-zero3-prefetch to expose the
+#                gathers), MPIRUN_ARGS goes to mpirun as is
 #
 # The bf16 runs also round the matrix products' operands (that is what --precision bf16 means),
 # so their step time includes the bf16 products' gain or cost on this CPU; the memory and the
@@ -44,18 +46,20 @@ echo "== sgemm rate (OpenBLAS, 1 thread)"
 for policy in $policies; do
   for precision in fp32 bf16; do
     echo "== mpirun -np $np noeira train --model $model --policy $policy --precision $precision" \
+         "${FLAGS:-}" \
          "($warmup + $steps steps, batch $batch)"
     mpirun -np "$np" ${MPIRUN_ARGS:-} "$noeira" train --data text "${data_flag[@]}" \
       --model "$model" --policy "$policy" --precision "$precision" --batch "$batch" \
       --steps "$total" --eval-every "$total" --eval-batches 1 --log-every 1 --threads 1 \
-      --report-memory --out "$work/$policy-$precision" > "$work/$policy-$precision.out"
+      --report-memory ${FLAGS:-} --out "$work/$policy-$precision" > "$work/$policy-$precision.out"
   done
 done
 
-PYTHONPATH="$here" "$python" - "$work" "$warmup" "$np" "$policies" <<'PY'
+PYTHONPATH="$here" "$python" - "$work" "$warmup" "$total" "$np" "$policies" <<'PY'
 import json, re, statistics, sys
 from noeira_runs import step_times
-work, warmup, np, policies = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split()
+work, warmup, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+np, policies = int(sys.argv[4]), sys.argv[5].split()
 sgemm = max(b["gflops"] for b in json.load(open(f"{work}/sgemm.json"))["benchmarks"]
             if b["name"] == "BM_Sgemm1024/real_time" and b.get("run_type") == "iteration")
 print(f"\nsgemm 1024^3 at 1 thread: {sgemm:.1f} GFLOP/s (best of 3); {np} MPI ranks x 1 thread")
@@ -66,7 +70,8 @@ def figures(run):
     records = [json.loads(l) for l in open(f"{work}/{run}/metrics.jsonl")]
     period = [r for r in records if r["type"] != "step"][-1]
     wait = period.get("gather_wait_s")
-    wait = wait / len(times) if isinstance(wait, (int, float)) else float("nan")
+    # Over every step, warm-up included: the records keep one total.
+    wait = wait / total if isinstance(wait, (int, float)) else float("nan")
     line = next(l for l in open(f"{work}/{run}.out") if l.startswith("[rank 0] memory:"))
     mib = {k: float(re.search(k + r" ([0-9.]+) MiB", line).group(1)) for k in kinds}
     return statistics.mean(times), statistics.median(times), wait, mib
