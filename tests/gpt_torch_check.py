@@ -14,9 +14,12 @@ The reference is tests/torch_gpt.py's nanoGPT-style model in float64 with autogr
 F.cross_entropy over the [B·T, V] logits (mean over the targets). Each noeira value must lie
 within RTOL·|ref| + ATOL·max|ref of the tensor| of its reference.
 
-A case of bf16 products (its "precision", --precision bf16) is recomputed with the operands of
-every matrix product — each Linear, q·kᵀ, p·v, the LM head, forward and backward — rounded to
-bfloat16 by PyTorch's own conversion (bf16_products below), the sums still in float64. Its
+A case of mixed precision (its "precision", --precision bf16) is recomputed as the trainer runs
+it: the model's weights are the fp32 masters, which the units use as a bf16 copy, so the
+reference first rounds every parameter to bfloat16 (when its "parameters" says so), then runs
+with the operands of every matrix product — each Linear, q·kᵀ, p·v, the LM head, forward and
+backward — rounded to bfloat16 by PyTorch's own conversion (bf16_products below), the sums still
+in float64. The gradients are those of the rounded parameters. Its
 tolerance is wider: where noeira's fp32 sums and the float64 ones round a value to neighbouring
 bfloat16s, the difference travels on. The check also shows that the rounding happened: the same
 reference without it must disagree with noeira beyond that tolerance. Exits 0 when all match, 1
@@ -102,6 +105,11 @@ def main():
                            "loss, logits and %d gradients" % (len(refs) - 3))
         return
     plain = reference(model, case, s, rounded=False)
+    if case.get("parameters", "fp32") != "fp32":
+        # The trainer's bf16 copy of the masters, made by PyTorch's conversion.
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(to_bf16(p))
     failures = []
     for name, ref in plain.items():
         torch_cases.compare(name, t[name], ref, failures, BF16_RTOL, BF16_ATOL, 0.0)

@@ -1,8 +1,11 @@
 // One training step's forward and vjp of the gpt-tiny preset, written for PyTorch to recompute
 // (tests/gpt_torch_check.py, the model in tests/torch_gpt.py; ctest: tests/gpt_torch.cmake), the
 // way llm.c checks itself against nanoGPT: the same weights, the same batch, then the loss, the
-// logits and every parameter gradient compared in float64. Once with fp32 products, once with
-// bf16 ones (--precision bf16), which the check rounds alike.
+// logits and every parameter gradient compared in float64. Once with fp32 products, once in
+// mixed precision (--precision bf16) as the trainer runs it: through a one-rank DDP policy whose
+// units compute with the bf16 copy of the parameters (distributed/param_store.hpp), with bf16
+// products. That case's model.h5 holds the fp32 masters: the check rounds them with PyTorch's own
+// bfloat16 conversion before its reference, and rounds every product's operands alike.
 //
 // Into the directory $NOEIRA_GPT_TORCH_DIR:
 //   model.h5   the weights, written as `noeira train` writes a run's model (io/params_file.hpp),
@@ -25,11 +28,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "attention_util.hpp"
+#include "distributed/sim_process_group.hpp"
 #include "distributed/units.hpp"
 #include "io/params_file.hpp"
 #include "loss/cross_entropy.hpp"
@@ -74,18 +79,25 @@ struct StepResult {
   Tensor dlogits;     // [B, T, V]
 };
 
+// One forward and vjp; with a policy, through its unit hooks, as the trainer drives a step.
 StepResult step(Model& model, Context& ctx, CrossEntropyLoss& loss, const Batch& b,
-                std::int64_t batch, std::int64_t seq) {
+                std::int64_t batch, std::int64_t seq, dist::ShardingPolicy* policy) {
   const Tensor ids = Tensor::from_host_ids({batch, seq}, b.ids, Target::Cpu);
   const Tensor targets = Tensor::from_host_ids({batch * seq}, b.targets, Target::Cpu);
-  const Tensor& logits = model.forward(ctx, ids);
+  const Tensor& logits =
+      policy != nullptr ? dist::forward_units(model, ctx, ids, *policy) : model.forward(ctx, ids);
   const std::int64_t tokens = batch * seq;
   const double sum = loss.forward_backward(ctx, logits.view({tokens, Model::vocab}), targets,
                                            1.0f / static_cast<float>(tokens));
   StepResult r{sum / static_cast<double>(tokens),
                Tensor::from_host(logits.shape(), logits.to_vector(), Target::Cpu),
                Tensor::from_host(logits.shape(), loss.grad().to_vector(), Target::Cpu)};
-  model.vjp(ctx, loss.grad().view(logits.shape()), InputGrad::Skip);
+  const Tensor dy = loss.grad().view(logits.shape());
+  if (policy != nullptr) {
+    dist::vjp_units(model, ctx, dy, InputGrad::Skip, *policy);
+  } else {
+    model.vjp(ctx, dy, InputGrad::Skip);
+  }
   return r;
 }
 
@@ -98,21 +110,35 @@ void write_case(const std::filesystem::path& dir, Precision precision) {
   testing::randomize_weights(model, 91, 0.4f);
   Context ctx = Context::for_target(Target::Cpu, nullptr, precision);
   CrossEntropyLoss loss;
+  const dist::WalkUnits walk = dist::walk_units(model);
+  const std::vector<float> masters = testing::walk_values(walk);
+  const bool mixed = precision == Precision::Bf16;
 
-  step(model, ctx, loss, split(windows(2, 7, 3), 2, 7), 2, 7);  // another shape first
-  for_each_param(model, [](const std::string&, Param& p) {
-    p.grd.copy_from(std::vector<float>(static_cast<std::size_t>(p.numel()), 123.0f));
-  });
   const Batch b = split(windows(kBatch, kSeq, 4), kBatch, kSeq);
-  const StepResult r = step(model, ctx, loss, b, kBatch, kSeq);
+  StepResult r;
+  testing::CaseFile file;
+  // The whole step inside the (one-rank) world: the policy's store owns the parameters.
+  dist::run_simulated(1, [&](dist::ProcessGroup& group) {
+    std::optional<dist::ShardingPolicy> policy;
+    if (mixed) {
+      dist::PolicyOptions options;
+      options.param_dtype = DType::BF16;
+      policy.emplace(dist::Policy::Ddp, walk, group, ctx, options);
+    }
+    dist::ShardingPolicy* driver = policy ? &*policy : nullptr;
+    step(model, ctx, loss, split(windows(2, 7, 3), 2, 7), 2, 7, driver);  // another shape first
+    for_each_param(model, [](const std::string&, Param& p) {
+      p.grd.copy_from(std::vector<float>(static_cast<std::size_t>(p.numel()), 123.0f));
+    });
+    r = step(model, ctx, loss, b, kBatch, kSeq, driver);
+    ASSERT_EQ(file.add_grads(model), walk.params.size());
+  });
   ASSERT_TRUE(std::isfinite(r.loss));
 
-  testing::save_model_file(dir / "model.h5", "gpt-tiny", model);
+  io::save_params(dir / "model.h5", "gpt-tiny", signature_of(walk), masters);
 
-  testing::CaseFile file;
   file.add("logits", r.logits);
   file.add("dlogits", r.dlogits);
-  ASSERT_EQ(file.add_grads(model), dist::walk_units(model).params.size());
   constexpr GptShape s = Model::shape;
   file.add_case({{"name", "gpt_tiny"},
                  {"model", "gpt-tiny"},
@@ -124,7 +150,8 @@ void write_case(const std::filesystem::path& dir, Precision precision) {
                  {"ids", b.ids},
                  {"targets", b.targets},
                  {"loss", r.loss},
-                 {"precision", to_string(precision)}});
+                 {"precision", to_string(precision)},
+                 {"parameters", mixed ? "bf16 copy of the masters" : "fp32"}});
   file.write((dir / "cases.bin").string());
 }
 
@@ -133,7 +160,7 @@ TEST(GptTorch, WritesTheCase) {
                           [](const std::filesystem::path& dir) { write_case(dir, Precision::Fp32); });
 }
 
-// The same step with the products' operands in bf16 (--precision bf16): the check rounds the
+// The same step in mixed precision (--precision bf16): the check rounds the masters and the
 // operands of every product of its reference the same way.
 TEST(GptTorch, WritesTheBf16Case) {
   testing::write_case_dir("NOEIRA_GPT_TORCH_BF16_DIR", "noeira_gpt_torch_bf16",

@@ -87,16 +87,21 @@ class CaseFile {
   std::vector<float> data_;
 };
 
-// The model's parameters as `noeira train` writes model.h5 (train/run.cpp), under `preset`.
-template <Module M>
-void save_model_file(const std::filesystem::path& file, const std::string& preset, M& model) {
-  const dist::WalkUnits walk = dist::walk_units(model);
+// Every parameter of the walk, in walk order, as its values are now.
+inline std::vector<float> walk_values(const dist::WalkUnits& walk) {
   std::vector<float> values;
   for (const NamedParam& p : walk.params) {
     const std::vector<float> v = p.param->val.to_vector();
     values.insert(values.end(), v.begin(), v.end());
   }
-  io::save_params(file, preset, signature_of(walk), values);
+  return values;
+}
+
+// The model's parameters as `noeira train` writes model.h5 (train/run.cpp), under `preset`.
+template <Module M>
+void save_model_file(const std::filesystem::path& file, const std::string& preset, M& model) {
+  const dist::WalkUnits walk = dist::walk_units(model);
+  io::save_params(file, preset, signature_of(walk), walk_values(walk));
 }
 
 // Calls write(dir) with the directory the ctest fixture names in $env_var; run on its own, with
