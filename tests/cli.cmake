@@ -61,6 +61,15 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                        --reduce-dtype bf16)
   set_property(TEST cli_mpi_sim_equal_zero3_bf16_reduce_mpi_messages_np4 APPEND PROPERTY
                ENVIRONMENT "NOEIRA_SHARED_MEMORY=0")
+  # Mixed precision (--precision bf16): the bf16 parameter copies all-gathered after the step
+  # (ZeRO-1) and per unit with persisted units (ZeRO-3), through shared memory and over MPI
+  # messages.
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero1_bf16_np4 4 zero1 --precision bf16)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_bf16_persist_np3 3 zero3 --precision bf16
+                       --accum 2 --zero3-persist-below 40000)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero2_bf16_mpi_messages_np3 3 zero2 --precision bf16)
+  set_property(TEST cli_mpi_sim_equal_zero2_bf16_mpi_messages_np3 APPEND PROPERTY
+               ENVIRONMENT "NOEIRA_SHARED_MEMORY=0")
   noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_mpi_messages_np4 4 zero3)
   noeira_mpi_sim_equal(cli_mpi_sim_equal_ddp_mpi_messages_np4 4 ddp)
   foreach(name IN ITEMS cli_mpi_sim_equal_zero3_mpi_messages_np4 cli_mpi_sim_equal_ddp_mpi_messages_np4)
