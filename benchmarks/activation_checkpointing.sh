@@ -51,9 +51,8 @@ done
 import json, re, statistics, sys
 work, warmup, threads = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 sys.path.insert(0, sys.argv[4])
-from noeira_runs import step_times
-sgemm = max(b["gflops"] for b in json.load(open(f"{work}/sgemm.json"))["benchmarks"]
-            if b["name"] == "BM_Sgemm1024/real_time" and b.get("run_type") == "iteration")
+from noeira_runs import sgemm_rate, step_times
+sgemm = sgemm_rate(f"{work}/sgemm.json")
 print(f"\nsgemm 1024^3 at {threads} threads: {sgemm:.1f} GFLOP/s (best of 3)")
 
 def rss_mib(run):

@@ -32,17 +32,7 @@ data=${DATA:-/usr/share/games/fortunes}
 python=/usr/bin/python3
 
 source "$here/text_bench_setup.sh" mixed_policies
-command -v mpirun > /dev/null || { echo "mixed_policies: mpirun not found" >&2; exit 1; }
-if [[ $EUID -eq 0 ]]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-command -v ssh > /dev/null || export OMPI_MCA_plm=isolated
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-
-echo "== $(uptime); $(nproc) cores; MPIRUN_ARGS='${MPIRUN_ARGS:-}'"
-echo "== sgemm rate (OpenBLAS, 1 thread)"
-"$bench" --benchmark_filter='BM_Sgemm1024' --benchmark_format=json --benchmark_min_time=0.5 \
-  --benchmark_repetitions=3 > "$work/sgemm.json"
+source "$here/mpi_bench_setup.sh" mixed_policies
 for policy in $policies; do
   for precision in fp32 bf16; do
     echo "== mpirun -np $np noeira train --model $model --policy $policy --precision $precision" \
@@ -57,11 +47,10 @@ done
 
 PYTHONPATH="$here" "$python" - "$work" "$warmup" "$total" "$np" "$policies" <<'PY'
 import json, re, statistics, sys
-from noeira_runs import step_times
+from noeira_runs import sgemm_rate, step_times
 work, warmup, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 np, policies = int(sys.argv[4]), sys.argv[5].split()
-sgemm = max(b["gflops"] for b in json.load(open(f"{work}/sgemm.json"))["benchmarks"]
-            if b["name"] == "BM_Sgemm1024/real_time" and b.get("run_type") == "iteration")
+sgemm = sgemm_rate(f"{work}/sgemm.json")
 print(f"\nsgemm 1024^3 at 1 thread: {sgemm:.1f} GFLOP/s (best of 3); {np} MPI ranks x 1 thread")
 kinds = ("params", "grads", "optimizer", "total")
 

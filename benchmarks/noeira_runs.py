@@ -14,3 +14,9 @@ def step_times(run_dir, warmup):
     elapsed.setdefault(0, 0.0)
     times = [elapsed[s] - elapsed[s - 1] for s in range(warmup + 1, max(elapsed) + 1)]
     return times, [r["loss"] for r in records]
+
+
+def sgemm_rate(path):
+    """The best GFLOP/s of bench_sgemm's 1024^3 repetitions in a --benchmark_format=json file."""
+    return max(b["gflops"] for b in json.load(open(path))["benchmarks"]
+               if b["name"] == "BM_Sgemm1024/real_time" and b.get("run_type") == "iteration")

@@ -32,17 +32,7 @@ repeat=${REPEAT:-1}
 python=/usr/bin/python3
 
 source "$here/text_bench_setup.sh" zero3_prefetch
-command -v mpirun > /dev/null || { echo "zero3_prefetch: mpirun not found" >&2; exit 1; }
-if [[ $EUID -eq 0 ]]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-command -v ssh > /dev/null || export OMPI_MCA_plm=isolated
-export OMPI_MCA_rmaps_base_oversubscribe=1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-
-echo "== $(uptime); $(nproc) cores; MPIRUN_ARGS='${MPIRUN_ARGS:-}'"
-echo "== sgemm rate (OpenBLAS, 1 thread)"
-"$bench" --benchmark_filter='BM_Sgemm1024' --benchmark_format=json --benchmark_min_time=0.5 \
-  --benchmark_repetitions=3 > "$work/sgemm.json"
+source "$here/mpi_bench_setup.sh" zero3_prefetch
 for ((r = 1; r <= repeat; ++r)); do
   for np in $ranks; do
     modes=(prefetch plain)
@@ -60,12 +50,12 @@ for ((r = 1; r <= repeat; ++r)); do
   done
 done
 
-"$python" - "$work" "$warmup" "$total" "$repeat" "$ranks" <<'PY'
+PYTHONPATH="$here" "$python" - "$work" "$warmup" "$total" "$repeat" "$ranks" <<'PY'
 import json, statistics, sys
+from noeira_runs import sgemm_rate
 work, warmup, total, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 ranks = [int(n) for n in sys.argv[5].split()]
-sgemm = max(b["gflops"] for b in json.load(open(f"{work}/sgemm.json"))["benchmarks"]
-            if b["name"] == "BM_Sgemm1024/real_time" and b.get("run_type") == "iteration")
+sgemm = sgemm_rate(f"{work}/sgemm.json")
 print(f"\nsgemm 1024^3 at 1 thread: {sgemm:.1f} GFLOP/s (best of 3)")
 failures = []
 
