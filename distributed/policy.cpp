@@ -59,7 +59,7 @@ void ShardingPolicy::broadcast_initial_parameters() {
     group_.broadcast(flat_span(store_.full_values(), full), 0).wait();
     // Mixed DDP: the compute copy rounded from the new values (every rank updates them whole,
     // so this communicates nothing).
-    if (store_.mixed()) refresh_compute_values();
+    if (store_.mixed()) share_updated_values();
     return;
   }
   float* initial = store_.initial_values();
@@ -69,36 +69,37 @@ void ShardingPolicy::broadcast_initial_parameters() {
   store_.take_initial_slices();
 }
 
-// --- mixed precision ---------------------------------------------------------------------------
+// --- updated values ----------------------------------------------------------------------------
 
-void ShardingPolicy::refresh_compute_values() {
-  gatherer_.settle();  // no gather may still read the compute copy being rewritten
+void ShardingPolicy::share_updated_values() {
+  gatherer_.settle();  // no gather may still read the values being rewritten
   const bool sliced_state = store_.residency().state == Extent::Slice;
   std::vector<Work> gathers;
   for (std::size_t u = 0; u < store_.unit_count(); ++u) {
     const FlatLayout& l = store_.layout().units[u];
     if (l.padded_size == 0) continue;
-    store_.round_owned(u);
+    if (store_.mixed()) store_.round_owned(u);
     if (!sliced_state) continue;
-    // Every rank needs the others' rounded slices where it holds the unit whole: a pinned unit's
-    // fp32 copy, or the whole bf16 copy of ZeRO-1/2 (ZeRO-3 gathers its units when they run).
-    if (store_.pinned(u)) {
+    // Every rank needs the others' updated slices where it holds the unit whole: its fp32
+    // values (ZeRO-1/2 in fp32, pinned units under every policy), or the whole bf16 copy of
+    // ZeRO-1/2 in mixed precision. ZeRO-3 gathers the other units when they run.
+    if (store_.whole_values(u)) {
       float* whole = store_.unit_values(u);
       gathers.push_back(group_.all_gather(flat_span(whole + store_.owned(u).begin, l.shard_size),
                                           flat_span(whole, l.padded_size)));
-    } else if (store_.residency().params == Extent::Full) {
+    } else if (store_.mixed() && store_.residency().params == Extent::Full) {
       gathers.push_back(group_.all_gather(flat_span(store_.owned_compute(u), l.shard_size),
                                           flat_span(store_.unit_compute(u), l.padded_size)));
     }
   }
   for (Work& w : gathers) w.wait();
-  store_.forget_gathered();
+  store_.forget_gathered();  // ZeRO-3: the gathered copies are stale now
   store_.set_refresh_needed(false);
 }
 
 void ShardingPolicy::gather_for_unit(std::size_t unit, PassDirection direction) {
   store_.drop_initial();  // no longer needed once training runs (broadcast or not)
-  if (store_.refresh_needed()) refresh_compute_values();
+  if (store_.refresh_needed()) share_updated_values();
   gatherer_.acquire(unit, direction);
 }
 
@@ -151,21 +152,7 @@ void ShardingPolicy::step(Optimizer& optimizer, float lr) {
   NOEIRA_CHECK(reducer_.idle(), "step before reduce_gradients");
   gatherer_.settle();  // the step writes the slices a gather in flight reads
   optimizer_step(store_, optimizer, lr);
-  if (store_.mixed()) {
-    refresh_compute_values();
-  } else if (store_.residency().state == Extent::Slice) {
-    // Units held whole with sliced state (ZeRO-1/2, and pinned units under ZeRO-3): every rank
-    // needs every updated parameter for the next forward.
-    std::vector<Work> gathers;
-    for (std::size_t u = 0; u < store_.unit_count(); ++u) {
-      const FlatLayout& l = store_.layout().units[u];
-      if (l.padded_size == 0 || !store_.whole_values(u)) continue;
-      gathers.push_back(group_.all_gather(flat_span(store_.owned_values(u), l.shard_size),
-                                          flat_span(store_.unit_values(u), l.padded_size)));
-    }
-    for (Work& w : gathers) w.wait();
-  }
-  store_.forget_gathered();  // ZeRO-3: the gathered copies are stale now
+  share_updated_values();
 }
 
 void ShardingPolicy::allocate_optimizer_state(const Optimizer& optimizer) {

@@ -134,9 +134,10 @@ class ShardingPolicy final : public UnitHooks {
   // A unit's values whole for its forward or vjp (its gather or expansion), after the compute
   // copy is made again from the masters where it must be.
   void gather_for_unit(std::size_t unit, PassDirection direction);
-  // Mixed precision: the compute copy made from the masters: each rank rounds its owned range,
-  // and ranks all-gather what is held whole (collective where the masters are sliced).
-  void refresh_compute_values();
+  // After a rank's owned values changed (the step; under mixed precision also a load): what every
+  // rank holds whole made from every rank's owned range. Mixed precision first rounds the owned
+  // masters into the bf16 copy. Collective where the state is sliced.
+  void share_updated_values();
 
   Policy policy_;
   bool marked_;
