@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/bf16_values.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::dist {
@@ -170,12 +171,8 @@ float* ParamStore::unit_values(std::size_t unit) {
 }
 
 float* ParamStore::owned_values(std::size_t unit) {
-  if (mixed_) {
-    // The masters: a pinned unit's owned slice lies with the others (its whole copy is rounded).
-    return values_.data() + (residency_.state == Extent::Slice
-                                 ? layout_.shard_offset[unit]
-                                 : layout_.full_offset[unit] + owned(unit).begin);
-  }
+  // The masters: a pinned unit's owned slice lies with the others (its whole copy is rounded).
+  if (mixed_) return owned_in_state(values_, unit);
   return owned_of(residency_.params, values_, pinned_values_[unit], unit);
 }
 
@@ -217,15 +214,7 @@ void ParamStore::round_compute_from(const Tensor& full) {
     } else {
       k_->to_bf16(stream_, owned_compute(u), unit + owned(u).begin, owned(u).size());
     }
-    if (!pinned_[u]) continue;
-    // The whole unit rounded; a sliced compute copy holds only this rank's part of it.
-    Tensor whole;
-    if (sliced_compute) {
-      whole = Tensor({size}, target(), DType::BF16);
-      k_->to_bf16(stream_, whole.as<std::uint16_t>(), unit, size);
-    }
-    k_->from_bf16(stream_, GradMode::Overwrite, pinned_values_[u].data(),
-                  sliced_compute ? whole.as<std::uint16_t>() : unit_compute(u), size);
+    if (pinned_[u]) round_to_bf16_values(*k_, stream_, pinned_values_[u].data(), unit, size);
   }
   refresh_needed_ = false;
 }
@@ -246,9 +235,12 @@ float* ParamStore::owned_grads(std::size_t unit) {
 float* ParamStore::owned_state(State state, std::size_t unit) {
   NOEIRA_CHECK(state != State::Value, "owned_state: values are not optimizer state");
   Tensor& t = state == State::M ? m_ : v_;
-  if (!t.defined()) return nullptr;
-  return t.data() + (residency_.state == Extent::Slice ? layout_.shard_offset[unit]
-                                                       : layout_.full_offset[unit]);
+  return t.defined() ? owned_in_state(t, unit) : nullptr;
+}
+
+float* ParamStore::owned_in_state(Tensor& buffer, std::size_t unit) {
+  return buffer.data() + (residency_.state == Extent::Slice ? layout_.shard_offset[unit]
+                                                            : layout_.full_offset[unit]);
 }
 
 bool ParamStore::has_state(State state) const {

@@ -197,6 +197,9 @@ class ParamStore {
  private:
   // Unit u's owned range in a buffer of the given extent (null for an unallocated buffer).
   float* owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit);
+  // Unit u's owned range in a buffer of the optimizer state's extent (m, v, mixed precision's
+  // masters): a rank updates the whole unit there, or its slice.
+  float* owned_in_state(Tensor& buffer, std::size_t unit);
   // The tensor unit u's whole values lie in (unit_values points into it).
   Tensor& values_buffer(std::size_t unit);
   void bind(std::size_t unit, bool values);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16_values.hpp"
 #include "core/module.hpp"
 #include "distributed/units.hpp"
 #include "io/checkpoint_reader.hpp"
@@ -60,10 +61,7 @@ template <Module M>
 void round_to_compute_values(M& model, const Context& ctx, Precision precision) {
   if (param_dtype_of(precision) != DType::BF16) return;
   for_each_param(model, [&](const std::string&, Param& p) {
-    Tensor rounded({p.numel()}, p.target(), DType::BF16);
-    ctx.k->to_bf16(ctx.stream, rounded.as<std::uint16_t>(), p.val.data(), p.numel());
-    ctx.k->from_bf16(ctx.stream, GradMode::Overwrite, p.val.data(),
-                     rounded.as<std::uint16_t>(), p.numel());
+    round_to_bf16_values(*ctx.k, ctx.stream, p.val.data(), p.val.data(), p.numel());
   });
 }
 
