@@ -98,9 +98,10 @@ void add_common_options(Command& c) {
   a.add_flag("--allow-tf32", t.allow_tf32,
              "cuda: TF32 tensor cores for matrix products (faster, 10-bit mantissa inputs)");
   a.add_option("--precision", t.precision,
-               "Operands of the matrix products (Linear, attention, convolutions): fp32, or bf16 "
-               "(rounded to bfloat16, fp32 accumulation; parameters, gradients, optimizer state "
-               "and checkpoints stay fp32; cpu: oneDNN, cuda: cuBLASLt and cuDNN)")
+               "fp32, or bf16: mixed precision (the layers compute with a bf16 copy of the "
+               "parameters and the matrix products round their operands to bfloat16, fp32 "
+               "accumulation; fp32 masters, gradients, optimizer state and checkpoints; cpu: "
+               "oneDNN, cuda: cuBLASLt and cuDNN)")
       ->check(CLI::IsMember(kPrecisionNames.names()));
   a.add_option("--names", t.names,
                "Name map of a .safetensors read (--init-from, --params): noeira or pytorch "
