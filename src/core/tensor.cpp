@@ -78,6 +78,18 @@ void reset_peak_tensor_bytes(Target target) {
 
 Storage::Storage(Target target, std::size_t bytes, Kind kind)
     : target_(target), bytes_(bytes), kind_(kind), data_(kernels_for(target).allocate(bytes)) {
+  NOEIRA_CHECK(kind != Kind::Adopted, "storage: adopted memory comes with its owner");
+  count_and_zero();
+}
+
+Storage::Storage(Target target, std::size_t bytes, std::shared_ptr<void> memory)
+    : target_(target), bytes_(bytes), kind_(Kind::Adopted), data_(memory.get()),
+      adopted_(std::move(memory)) {
+  NOEIRA_CHECK(data_ != nullptr || bytes_ == 0, "storage: adopted memory is null");
+  count_and_zero();
+}
+
+void Storage::count_and_zero() {
   if (bytes_ != 0) {
     account_ = this_threads_account();
     const std::size_t i = target_index(target_);
@@ -98,7 +110,7 @@ Storage::Storage(Target target, std::size_t bytes, Kind kind)
 }
 
 Storage::~Storage() {
-  if (data_ != nullptr) kernels_for(target_).release(data_);
+  if (data_ != nullptr && kind_ != Kind::Adopted) kernels_for(target_).release(data_);
   if (account_) account_->live[target_index(target_)] -= static_cast<std::int64_t>(bytes_);
 }
 
@@ -108,6 +120,19 @@ Tensor::Tensor(Shape shape, Target target, DType dtype)
     NOEIRA_CHECK(d >= 0, "negative dimension in shape ", shape_string(shape_));
   }
   storage_ = std::make_shared<Storage>(target_, storage_bytes(numel(), dtype_));
+}
+
+Tensor::Tensor(Shape shape, Target target, DType dtype, std::shared_ptr<void> memory,
+               std::size_t memory_bytes)
+    : shape_(std::move(shape)), dtype_(dtype), target_(target) {
+  for (std::int64_t d : shape_) {
+    NOEIRA_CHECK(d >= 0, "negative dimension in shape ", shape_string(shape_));
+  }
+  const std::size_t bytes = storage_bytes(numel(), dtype_);
+  NOEIRA_CHECK(bytes <= memory_bytes, "a tensor of shape ", shape_string(shape_), " in ",
+               to_string(dtype_), " needs ", bytes, " bytes; the memory given holds ",
+               memory_bytes);
+  storage_ = std::make_shared<Storage>(target_, bytes, std::move(memory));
 }
 
 Tensor Tensor::from_host(Shape shape, std::span<const float> values, Target target) {

@@ -36,8 +36,11 @@ struct ByteAccount;
 // (core/scratch_arena.hpp) and is shared by the buffers of several modules.
 class Storage {
  public:
-  enum class Kind : std::uint8_t { Owned, Scratch };
+  enum class Kind : std::uint8_t { Owned, Scratch, Adopted };
   Storage(Target target, std::size_t bytes, Kind kind = Kind::Owned);
+  // Adopted: `bytes` of target memory that `memory` points to and keeps alive (memory a process
+  // group shares with its peers), zeroed and counted to this thread like owned storage.
+  Storage(Target target, std::size_t bytes, std::shared_ptr<void> memory);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -54,6 +57,9 @@ class Storage {
   Kind kind_;
   void* data_;
   std::shared_ptr<detail::ByteAccount> account_;  // the allocating thread's (tensor_bytes)
+  std::shared_ptr<void> adopted_;                 // Adopted: the memory's owner
+
+  void count_and_zero();
 };
 
 class Tensor {
@@ -61,6 +67,9 @@ class Tensor {
   Tensor() = default;
   // Zero-filled.
   explicit Tensor(Shape shape, Target target = Target::Cpu, DType dtype = DType::F32);
+  // Zero-filled, in `memory` (Storage's Adopted kind), which must hold the shape's bytes.
+  Tensor(Shape shape, Target target, DType dtype, std::shared_ptr<void> memory,
+         std::size_t memory_bytes);
 
   static Tensor from_host(Shape shape, std::span<const float> values, Target target = Target::Cpu);
   static Tensor from_host_ids(Shape shape, std::span<const std::int32_t> ids,
