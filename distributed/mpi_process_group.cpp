@@ -104,6 +104,11 @@ class MpiProcessGroup final : public ProcessGroup {
 
   std::string_view backend() const override { return "mpi"; }
   Target buffer_target() const override { return Target::Cpu; }
+  std::shared_ptr<void> shared_memory(std::size_t bytes) override {
+    if (shared_sums_ == nullptr) return nullptr;
+    SharedSums::SharedBuffer buffer = shared_sums_->allocate(bytes);
+    return std::shared_ptr<void>(std::move(buffer.owner), buffer.data);
+  }
 
  protected:
   std::unique_ptr<WorkImpl> start(const CollectiveCall& call) override {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 
 #include "distributed/mpi_check.hpp"
@@ -21,11 +22,35 @@ struct SharedSums::Counters {
   alignas(64) std::uint64_t arrived;
   alignas(64) std::uint64_t reduced;
   alignas(64) std::uint64_t released;
+  // What the op whose first chunk is `arrived` is, written before it is raised: the peers check
+  // that every rank runs the same op, and whether in place, before they read anything.
+  alignas(64) OpHeader header;
+};
+
+// A window of memory every rank maps; its own bytes are the buffers a rank's tensors take.
+struct SharedSums::Block {
+  MPI_Win win = MPI_WIN_NULL;
+  std::uint64_t id = 0;            // allocation number in the group, from 1: the same on every rank
+  std::vector<char*> bases;        // [ranks] each rank's part, mapped here
+  std::vector<std::size_t> sizes;  // [ranks]
+
+  Block() = default;
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+  ~Block() {
+    // Collective: the last tensor on it goes at the same point on every rank. Not while a rank
+    // is failing (its peers are not freeing it) or after MPI is gone.
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized || std::uncaught_exceptions() > 0) return;
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+  }
 };
 
 namespace {
 
-constexpr std::size_t kCountersBytes = 256;  // Counters, rounded up to keep the region aligned
+constexpr std::size_t kCountersBytes = 320;  // Counters, rounded up to keep the region aligned
 static_assert(sizeof(SharedSums::Counters) <= kCountersBytes);
 // Small enough that a chunk, the peers' and the buffer's part stay in a core's L2 (on a 2-core
 // Zen 5 machine 0.5 MiB moved 1–4 MiB allreduces at 1.5–2x the speed of 8 MiB regions).
@@ -53,6 +78,25 @@ std::size_t region_bytes_wanted() {
 std::uint64_t load(const std::uint64_t& counter) {
   return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(counter))
       .load(std::memory_order_acquire);
+}
+
+void store_relaxed(std::uint64_t& field, std::uint64_t value) {
+  std::atomic_ref<std::uint64_t>(field).store(value, std::memory_order_relaxed);
+}
+
+std::uint64_t load_relaxed(const std::uint64_t& field) {
+  return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(field))
+      .load(std::memory_order_relaxed);
+}
+
+// "allreduce #12 of 1000 fp32 (shared block 3 at byte 4096)", for the mismatch error.
+std::string describe(const SharedSums::OpHeader& h) {
+  const auto kind = static_cast<Collective>(h.kind);
+  const auto dtype = static_cast<DType>(h.dtype);
+  return detail::concat(to_string(kind), " #", h.seq, " of ", h.count, " ", to_string(dtype),
+                        h.block == 0 ? std::string(" (a private buffer)")
+                                     : detail::concat(" (shared block ", h.block, " at byte ",
+                                                      h.offset, ")"));
 }
 
 }  // namespace
@@ -114,20 +158,29 @@ SharedSums::SharedSums(MPI_Win win, MPI_Comm comm, int rank, int size, std::size
 
 SharedSums::~SharedSums() {
   if (registered_) progress_.remove(this);
-  // Collective: every rank frees the window at the group's end. Errors here cannot be reported.
+  // Collective: every rank frees the window at the group's end, unless it is failing (its peers
+  // are not). Errors here cannot be reported.
+  if (std::uncaught_exceptions() > 0) return;
   MPI_Win_unlock_all(win_);
   MPI_Win_free(&win_);
 }
 
 // --- The ops ---------------------------------------------------------------------------------
 
-enum class Phase : std::uint8_t { Begin, Arrived, Reduced };
+enum class Phase : std::uint8_t { Begin, Arrived, Reduced, Released };
 
 struct SharedSums::Op {
   CollectiveCall call;
+  // In place: the input lies in this block on every rank, `offset` bytes into this rank's part;
+  // `offsets` [ranks] where each rank's lies, as the ranks published them (an all-gather in place
+  // reads each rank's segment of its output).
+  std::shared_ptr<Block> block;
+  std::size_t offset = 0;
+  std::vector<std::size_t> offsets;
   std::int64_t at = 0;  // first element (of the per-rank count) of the current chunk
   Phase phase = Phase::Begin;
-  std::uint64_t epoch = 0;
+  std::uint64_t epoch = 0;  // of the current chunk; in place, of the first
+  bool folded = false;      // in place: the chunk at `at` is folded, its copy not yet done
   bool done = false;
 };
 
@@ -173,9 +226,51 @@ void SharedSums::raise(std::uint64_t Counters::*which, std::uint64_t value) {
       .store(value, std::memory_order_release);
 }
 
+SharedSums::SharedBuffer SharedSums::allocate(std::size_t bytes) {
+  auto block = std::make_shared<Block>();
+  block->id = ++allocations_;
+  MPI_Info info = MPI_INFO_NULL;
+  NOEIRA_MPI_CHECK(MPI_Info_create(&info));
+  NOEIRA_MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
+  void* base = nullptr;
+  const int allocated = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, comm_,
+                                                &base, &block->win);
+  MPI_Info_free(&info);
+  NOEIRA_MPI_CHECK(allocated);
+  block->bases.resize(static_cast<std::size_t>(size_));
+  block->sizes.resize(static_cast<std::size_t>(size_));
+  for (int q = 0; q < size_; ++q) {
+    MPI_Aint size = 0;
+    int disp = 0;
+    char* part = nullptr;
+    NOEIRA_MPI_CHECK(MPI_Win_shared_query(block->win, q, &size, &disp, &part));
+    block->bases[static_cast<std::size_t>(q)] = part;
+    block->sizes[static_cast<std::size_t>(q)] = static_cast<std::size_t>(size);
+  }
+  NOEIRA_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, block->win));
+  std::erase_if(blocks_, [](const std::weak_ptr<Block>& b) { return b.expired(); });
+  blocks_.push_back(block);
+  char* mine = block->bases[static_cast<std::size_t>(rank_)];
+  return {mine, std::shared_ptr<void>(block, mine)};
+}
+
 std::unique_ptr<WorkImpl> SharedSums::start(const CollectiveCall& call) {
   auto op = std::make_shared<Op>();
   op->call = call;
+  // In place when the whole input lies in this rank's part of a block (the peers check that
+  // theirs does too, at the same offset, before anything is read).
+  const char* in = call.in.bytes_begin();
+  for (const std::weak_ptr<Block>& weak : blocks_) {
+    std::shared_ptr<Block> block = weak.lock();
+    if (!block) continue;
+    const char* mine = block->bases[static_cast<std::size_t>(rank_)];
+    const std::size_t size = block->sizes[static_cast<std::size_t>(rank_)];
+    if (in >= mine && in + call.in.bytes() <= mine + size && call.in.bytes() > 0) {
+      op->block = std::move(block);
+      op->offset = static_cast<std::size_t>(in - mine);
+      break;
+    }
+  }
   queue_.push_back(op);
   if (!registered_) {
     progress_.add(this);
@@ -205,7 +300,45 @@ std::int64_t SharedSums::chunk_of(const Op& op) const {
   return elements;
 }
 
+void SharedSums::publish_header(const Op& op) {
+  OpHeader& h = counters_[static_cast<std::size_t>(rank_)]->header;
+  store_relaxed(h.seq, op.call.seq);
+  store_relaxed(h.kind, static_cast<std::uint64_t>(op.call.kind));
+  store_relaxed(h.dtype, static_cast<std::uint64_t>(op.call.out.dtype));
+  store_relaxed(h.count, static_cast<std::uint64_t>(op.call.count));
+  store_relaxed(h.block, op.block ? op.block->id : 0);
+  store_relaxed(h.offset, op.offset);
+}
+
+void SharedSums::check_headers(Op& op) const {
+  const OpHeader& mine = counters_[static_cast<std::size_t>(rank_)]->header;
+  if (op.block) op.offsets.resize(static_cast<std::size_t>(size_));
+  for (int q = 0; q < size_; ++q) {
+    const OpHeader& theirs = counters_[static_cast<std::size_t>(q)]->header;
+    const OpHeader peer{load_relaxed(theirs.seq),   load_relaxed(theirs.kind),
+                        load_relaxed(theirs.dtype), load_relaxed(theirs.count),
+                        load_relaxed(theirs.block), load_relaxed(theirs.offset)};
+    const bool same = peer.seq == mine.seq && peer.kind == mine.kind &&
+                      peer.dtype == mine.dtype && peer.count == mine.count &&
+                      peer.block == mine.block;
+    if (!same) {
+      throw Error(detail::concat("shared-memory collectives: rank ", q, " runs ", describe(peer),
+                                 " where rank ", rank_, " runs ", describe(mine),
+                                 " (every rank must pass the same op, its input in memory from "
+                                 "the same shared_memory call or in none)"));
+    }
+    if (!op.block) continue;
+    const std::size_t part = op.block->sizes[static_cast<std::size_t>(q)];
+    if (peer.offset > part || op.call.in.bytes() > part - peer.offset) {
+      throw Error(detail::concat("shared-memory collectives: rank ", q, "'s ", describe(peer),
+                                 " reads past its part of the block (", part, " bytes)"));
+    }
+    op.offsets[static_cast<std::size_t>(q)] = peer.offset;
+  }
+}
+
 bool SharedSums::step(Op& op) {
+  if (op.block) return step_in_place(op);
   const std::int64_t chunk = chunk_of(op);
   while (op.at < op.call.count) {
     const std::int64_t n = std::min(chunk, op.call.count - op.at);
@@ -214,12 +347,14 @@ bool SharedSums::step(Op& op) {
         // Every peer has read what the last chunk left in this rank's region.
         if (!all_reached(&Counters::released, epoch_)) return false;
         op.epoch = ++epoch_;
+        if (op.at == 0) publish_header(op);
         copy_in(op, n);
         raise(&Counters::arrived, op.epoch);
         op.phase = Phase::Arrived;
         [[fallthrough]];
       case Phase::Arrived:
         if (!all_reached(&Counters::arrived, op.epoch)) return false;
+        if (op.at == 0) check_headers(op);
         fold(op, n);
         if (op.call.kind == Collective::AllReduce) {
           raise(&Counters::reduced, op.epoch);
@@ -234,11 +369,131 @@ bool SharedSums::step(Op& op) {
         copy_out(op, n);
         raise(&Counters::released, op.epoch);
         break;
+      case Phase::Released:
+        break;
     }
     op.at += n;
     op.phase = Phase::Begin;
   }
   return true;
+}
+
+// Every rank reads its peers' inputs where they lie: no copy in, and an allreduce copies the
+// folded slices straight out of the peers' buffers. An allreduce goes chunk by chunk (each rank
+// folding a region's worth of its slice), so that the folded slices are still in cache when the
+// peers copy them; a chunk's copy waits only for that chunk's `reduced`, since every input was
+// there from the start. Since a peer reads this rank's buffer until it raises `released`, the op
+// completes only when every peer has. The op takes one epoch per chunk (one for a reduce-scatter
+// or an all-gather), as many on every rank.
+bool SharedSums::step_in_place(Op& op) {
+  const bool all = op.call.kind == Collective::AllReduce;
+  const std::int64_t chunk = all ? chunk_in_place(op) : std::max<std::int64_t>(1, op.call.count);
+  const auto chunks = static_cast<std::uint64_t>((op.call.count + chunk - 1) / chunk);
+  if (op.phase == Phase::Begin) {
+    if (!all_reached(&Counters::released, epoch_)) return false;
+    op.epoch = epoch_ + 1;
+    epoch_ += chunks;
+    publish_header(op);
+    raise(&Counters::arrived, op.epoch);
+    op.phase = Phase::Arrived;
+  }
+  const std::uint64_t last = op.epoch + chunks - 1;
+  switch (op.phase) {
+    case Phase::Begin:
+    case Phase::Arrived:
+      if (!all_reached(&Counters::arrived, op.epoch)) return false;
+      check_headers(op);
+      if (!all) {
+        fold_in_place(op, 0, op.call.count);
+        raise(&Counters::released, last);
+        op.phase = Phase::Released;
+        return all_reached(&Counters::released, last);
+      }
+      op.phase = Phase::Reduced;
+      op.folded = false;
+      [[fallthrough]];
+    case Phase::Reduced:
+      while (op.at < op.call.count) {
+        const std::int64_t n = std::min(chunk, op.call.count - op.at);
+        const std::uint64_t epoch = op.epoch + static_cast<std::uint64_t>(op.at / chunk);
+        if (!op.folded) {
+          fold_in_place(op, op.at, n);
+          raise(&Counters::reduced, epoch);
+          op.folded = true;
+        }
+        if (!all_reached(&Counters::reduced, epoch)) return false;
+        copy_out_in_place(op, op.at, n);
+        op.at += n;
+        op.folded = false;
+      }
+      raise(&Counters::released, last);
+      op.phase = Phase::Released;
+      [[fallthrough]];
+    case Phase::Released:
+      return all_reached(&Counters::released, last);
+  }
+  return false;
+}
+
+std::int64_t SharedSums::chunk_in_place(const Op& op) const {
+  const auto region = static_cast<std::int64_t>(region_bytes_ / dtype_size(op.call.out.dtype));
+  return std::max<std::int64_t>(1, region * size_);
+}
+
+// Peer q's input of the op, where it lies in q's part of the block.
+const char* SharedSums::peer_input(const Op& op, std::size_t q) const {
+  return op.block->bases[q] + op.offsets[q];
+}
+
+// Elements [at, at + n) of the op (an allreduce's chunk; the whole of the others): this rank's
+// slice of the allreduce's chunk folded over its own buffer (the peers read only their slices of
+// it), its segment of the reduce-scatter, every rank's input of the all-gather.
+void SharedSums::fold_in_place(const Op& op, std::int64_t at, std::int64_t n) {
+  const DType dtype = op.call.out.dtype;
+  const std::size_t elem = dtype_size(dtype);
+  const std::size_t count = static_cast<std::size_t>(op.call.count);
+  char* out = static_cast<char*>(op.call.out.data);
+  std::vector<const char*>& sources = sources_;
+  switch (op.call.kind) {
+    case Collective::AllReduce: {
+      const Range slice = even_part(n, size_, rank_);
+      const std::size_t from = static_cast<std::size_t>(at + slice.begin) * elem;
+      for (std::size_t q = 0; q < sources.size(); ++q) sources[q] = peer_input(op, q) + from;
+      fold_in_rank_order(dtype, out + from, sources, slice.size());
+      return;
+    }
+    case Collective::ReduceScatter: {
+      const std::size_t share = static_cast<std::size_t>(rank_) * count * elem;
+      for (std::size_t q = 0; q < sources.size(); ++q) sources[q] = peer_input(op, q) + share;
+      fold_in_rank_order(dtype, out, sources, n);
+      return;
+    }
+    case Collective::AllGather: {
+      for (std::size_t q = 0; q < sources.size(); ++q) {
+        char* to = out + q * count * elem;
+        if (to == op.call.in.bytes_begin()) continue;  // in place: this rank's own segment
+        std::memcpy(to, peer_input(op, q), static_cast<std::size_t>(n) * elem);
+      }
+      return;
+    }
+    case Collective::Broadcast:
+    case Collective::Barrier:
+      break;
+  }
+  throw Error(detail::concat("shared-memory collectives: no ", to_string(op.call.kind)));
+}
+
+// The allreduce chunk's last phase: every peer's folded slice, out of the peer's own buffer.
+void SharedSums::copy_out_in_place(const Op& op, std::int64_t at, std::int64_t n) {
+  const std::size_t elem = dtype_size(op.call.out.dtype);
+  char* out = static_cast<char*>(op.call.out.data);
+  for (int q = 0; q < size_; ++q) {
+    if (q == rank_) continue;
+    const Range theirs = even_part(n, size_, q);
+    const std::size_t from = static_cast<std::size_t>(at + theirs.begin) * elem;
+    std::memcpy(out + from, peer_input(op, static_cast<std::size_t>(q)) + from,
+                static_cast<std::size_t>(theirs.size()) * elem);
+  }
 }
 
 // Chunk [at, at + n) of this rank's data into its region.

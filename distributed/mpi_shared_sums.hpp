@@ -23,6 +23,17 @@
 // arrives leaves its partners polling until the watchdog (distributed/watchdog.hpp) fails the job
 // and names the rank. The poll yields the core between looks, for oversubscribed ranks.
 //
+// In place: a buffer from allocate() (the group's collective_tensor) is memory every peer maps.
+// An op whose input lies in such a buffer on every rank, at the same offset, moves it whole
+// without the regions: each rank folds its slice (allreduce) or segment (reduce-scatter) straight
+// from the peers' inputs, or copies them (all-gather), and an allreduce copies the peers' folded
+// slices out of their buffers: the data crosses memory twice instead of three times (once for a
+// reduce-scatter or an all-gather), in the same rank order. The op completes only once every peer
+// has raised `released`, since until then a peer may still read this rank's buffer. The ranks
+// publish each op (sequence, kind, type, count, block and where in it their input lies) before
+// they read anything, so that a rank whose input is not in the block where its peers' are fails
+// with a message naming it instead of reading a wrong place.
+//
 // NOEIRA_SHARED_MEMORY=0 in the environment turns it off (the ops go over MPI messages as before);
 // NOEIRA_SHARED_MEMORY_MB sets the region size per rank (default 0.5 MiB; other chunks, same bits).
 #include <mpi.h>
@@ -48,6 +59,15 @@ class SharedSums final : public PhasedOp {
   SharedSums(const SharedSums&) = delete;
   SharedSums& operator=(const SharedSums&) = delete;
 
+  // `bytes` of memory that every peer maps, zeroed, alive while `owner` is: a window of its own.
+  // Collective: every rank calls it at the same point (the sizes may differ). The window is
+  // freed, collectively, when the last owner goes.
+  struct SharedBuffer {
+    void* data = nullptr;
+    std::shared_ptr<void> owner;
+  };
+  SharedBuffer allocate(std::size_t bytes);
+
   // An allreduce, reduce-scatter or all-gather of process_group.hpp (same in-place rules).
   std::unique_ptr<WorkImpl> start(const CollectiveCall& call);
 
@@ -56,7 +76,12 @@ class SharedSums final : public PhasedOp {
 
   std::size_t region_bytes() const { return region_bytes_; }
 
+  // What an op is, as each rank publishes it for its peers to check.
+  struct OpHeader {
+    std::uint64_t seq, kind, dtype, count, block, offset;
+  };
   struct Counters;
+  struct Block;
   struct Op;
 
  private:
@@ -74,6 +99,16 @@ class SharedSums final : public PhasedOp {
   void fold(const Op& op, std::int64_t n);
   void copy_out(const Op& op, std::int64_t n);
   std::int64_t chunk_of(const Op& op) const;
+  void publish_header(const Op& op);
+  // Throws unless every rank runs the op this one does, its input where it may be read; keeps
+  // where the peers' inputs lie.
+  void check_headers(Op& op) const;
+  // The same for an op whose inputs lie in a block (see above).
+  bool step_in_place(Op& op);
+  std::int64_t chunk_in_place(const Op& op) const;
+  const char* peer_input(const Op& op, std::size_t rank) const;
+  void fold_in_place(const Op& op, std::int64_t at, std::int64_t n);
+  void copy_out_in_place(const Op& op, std::int64_t at, std::int64_t n);
 
   friend class SharedWork;
 
@@ -89,6 +124,8 @@ class SharedSums final : public PhasedOp {
   bool registered_ = false;                // in progress_ (until its advance() says true)
   std::uint64_t epoch_ = 0;                // chunks this rank has begun; the same on every rank
   std::vector<const char*> sources_;       // [ranks] a fold's inputs, kept from chunk to chunk
+  std::uint64_t allocations_ = 0;          // blocks allocated so far
+  std::vector<std::weak_ptr<Block>> blocks_;  // those still owned
 };
 
 }  // namespace noeira::dist

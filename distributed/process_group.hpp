@@ -187,6 +187,12 @@ class ProcessGroup {
   // because a device free synchronizes the device.
   void* staging(std::size_t bytes, const KernelTable& kernels);
 
+  // `bytes` of buffer_target() memory that this group's ops may read in place, or null where the
+  // backend has none (then any memory serves alike): ranks over MPI on one node get memory their
+  // peers map (mpi_shared_sums.hpp), which spares the ops a copy. Alive while the pointer is (its
+  // get() is the memory). Collective: every rank calls it at the same point of its ops.
+  virtual std::shared_ptr<void> shared_memory(std::size_t /*bytes*/) { return nullptr; }
+
   // buf = sum over ranks of buf.
   Work allreduce(Buffer buf, const CollectiveOptions& opts = {});
   // out = rank r's segment [r·out.count, (r+1)·out.count) of the sum over ranks of in;

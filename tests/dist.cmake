@@ -26,6 +26,17 @@ set_tests_properties(dist_mpi_rank_order_mpi_messages_np4 PROPERTIES
                      ENVIRONMENT "${noeira_mpi_test_env};NOEIRA_SHARED_MEMORY=0" TIMEOUT 120
                      PROCESSORS 4)
 
+# One rank's allreduce buffer in the group's shared memory, the others' private: every rank
+# refuses the op with a message naming a rank whose buffer differs (no wrong read, no hang).
+add_test(NAME dist_mpi_shared_mismatch_np3
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 3
+                 $<TARGET_FILE:dist_mpi_driver> shared_mismatch)
+set_tests_properties(dist_mpi_shared_mismatch_np3 PROPERTIES
+                     ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 60 PROCESSORS 3
+                     PASS_REGULAR_EXPRESSION
+                     "rank 0 refused: allreduce #1 \\(rank 0 of 3\\): shared-memory collectives: rank [12] runs allreduce #1 of 4096 f32 \\(a private buffer\\) where rank 0 runs allreduce #1 of 4096 f32 \\(shared block 1 at byte 0\\)"
+                     FAIL_REGULAR_EXPRESSION "the allreduce completed|no shared memory")
+
 foreach(ranks 2 3)
   add_test(NAME dist_mpi_collectives_np${ranks}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -32,6 +33,35 @@ T value(int rank, std::int64_t i) {
   }
 }
 
+// Where a check's op buffers live: ordinary memory, or the group's shared memory
+// (ProcessGroup::shared_memory: over MPI on one node, the ops read such buffers in place; a
+// group without any gives ordinary memory for both).
+enum class Memory : std::uint8_t { Private, Shared };
+
+// n elements of T, each `fill`, in `memory`. Allocating one is collective when Shared.
+template <class T>
+class OpBuffer {
+ public:
+  OpBuffer(ProcessGroup& pg, std::size_t n, Memory memory, T fill = T{}) {
+    if (memory == Memory::Shared) owner_ = pg.shared_memory(std::max<std::size_t>(1, n * sizeof(T)));
+    if (owner_ == nullptr) {
+      auto v = std::make_shared<std::vector<T>>(std::max<std::size_t>(1, n));
+      owner_ = std::shared_ptr<void>(v, v->data());
+    }
+    span_ = {static_cast<T*>(owner_.get()), n};
+    std::fill(span_.begin(), span_.end(), fill);
+  }
+  std::span<T> span() const { return span_; }
+  T* data() const { return span_.data(); }
+  std::size_t size() const { return span_.size(); }
+  T& operator[](std::size_t i) const { return span_[i]; }
+  std::vector<T> to_vector() const { return {span_.begin(), span_.end()}; }
+
+ private:
+  std::shared_ptr<void> owner_;
+  std::span<T> span_;
+};
+
 template <class T>
 std::int64_t count_wrong(const std::vector<T>& got, const std::vector<T>& want) {
   std::int64_t wrong = got.size() == want.size() ? 0 : 1;
@@ -43,21 +73,24 @@ std::int64_t count_wrong(const std::vector<T>& got, const std::vector<T>& want) 
 }
 
 template <class T = float>
-std::int64_t check_allreduce(ProcessGroup& pg, std::int64_t n) {
-  std::vector<T> buf(static_cast<std::size_t>(n)), want(buf.size(), T{0});
+std::int64_t check_allreduce(ProcessGroup& pg, std::int64_t n, Memory memory = Memory::Private) {
+  OpBuffer<T> buf(pg, static_cast<std::size_t>(n), memory);
+  std::vector<T> want(buf.size(), T{0});
   for (std::int64_t i = 0; i < n; ++i) {
     buf[static_cast<std::size_t>(i)] = value<T>(pg.rank(), i);
     for (int r = 0; r < pg.size(); ++r) want[static_cast<std::size_t>(i)] += value<T>(r, i);
   }
-  pg.allreduce(buf).wait();
-  return count_wrong(buf, want);
+  pg.allreduce(buf.span()).wait();
+  return count_wrong(buf.to_vector(), want);
 }
 
 // in_place: the output is this rank's segment of the input buffer (the ZeRO-1 gradient reduce).
 template <class T = float>
-std::int64_t check_reduce_scatter(ProcessGroup& pg, std::int64_t n, bool in_place) {
+std::int64_t check_reduce_scatter(ProcessGroup& pg, std::int64_t n, bool in_place,
+                                  Memory memory = Memory::Private) {
   const std::int64_t total = n * pg.size();
-  std::vector<T> in(static_cast<std::size_t>(total)), out(static_cast<std::size_t>(n), T{-7});
+  OpBuffer<T> in(pg, static_cast<std::size_t>(total), memory);
+  std::vector<T> out(static_cast<std::size_t>(n), T{-7});
   for (std::int64_t j = 0; j < total; ++j) in[static_cast<std::size_t>(j)] = value<T>(pg.rank(), j);
   std::vector<T> want(out.size(), T{0});
   for (std::int64_t i = 0; i < n; ++i) {
@@ -67,32 +100,36 @@ std::int64_t check_reduce_scatter(ProcessGroup& pg, std::int64_t n, bool in_plac
   }
   if (in_place) {
     std::span<T> mine(in.data() + pg.rank() * n, static_cast<std::size_t>(n));
-    pg.reduce_scatter(in, mine).wait();
+    pg.reduce_scatter(in.span(), mine).wait();
     out.assign(mine.begin(), mine.end());
   } else {
-    pg.reduce_scatter(in, out).wait();
+    pg.reduce_scatter(in.span(), out).wait();
   }
   return count_wrong(out, want);
 }
 
 // in_place: the input is this rank's segment of the output buffer (the ZeRO parameter gather).
 template <class T = float>
-std::int64_t check_all_gather(ProcessGroup& pg, std::int64_t n, bool in_place) {
+std::int64_t check_all_gather(ProcessGroup& pg, std::int64_t n, bool in_place,
+                              Memory memory = Memory::Private) {
   const std::size_t seg = static_cast<std::size_t>(n);
-  std::vector<T> in(seg), out(seg * static_cast<std::size_t>(pg.size()), T{-7}),
-      want(out.size());
+  const std::size_t whole = seg * static_cast<std::size_t>(pg.size());
+  // The buffer the op reads in `memory`: in, or out when in is its segment.
+  OpBuffer<T> in(pg, seg, in_place ? Memory::Private : memory);
+  OpBuffer<T> out(pg, whole, in_place ? memory : Memory::Private, T{-7});
+  std::vector<T> want(whole);
   for (std::int64_t i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = value<T>(pg.rank(), i);
   for (int q = 0; q < pg.size(); ++q) {
     for (std::int64_t i = 0; i < n; ++i) want[q * seg + static_cast<std::size_t>(i)] = value<T>(q, i);
   }
   if (in_place) {
     std::span<T> mine(out.data() + pg.rank() * seg, seg);
-    std::copy(in.begin(), in.end(), mine.begin());
-    pg.all_gather(mine, out).wait();
+    std::copy(in.data(), in.data() + seg, mine.begin());
+    pg.all_gather(mine, out.span()).wait();
   } else {
-    pg.all_gather(in, out).wait();
+    pg.all_gather(in.span(), out.span()).wait();
   }
-  return count_wrong(out, want);
+  return count_wrong(out.to_vector(), want);
 }
 
 template <class T = float>
@@ -108,8 +145,9 @@ std::int64_t check_broadcast(ProcessGroup& pg, std::int64_t n, int root) {
 
 // Several ops in flight at once, waited for in reverse order: the async contract.
 template <class T = float>
-std::int64_t check_overlapped(ProcessGroup& pg, std::int64_t n) {
-  std::vector<std::vector<T>> bufs(3, std::vector<T>(static_cast<std::size_t>(n)));
+std::int64_t check_overlapped(ProcessGroup& pg, std::int64_t n, Memory memory = Memory::Private) {
+  std::vector<OpBuffer<T>> bufs;
+  for (int b = 0; b < 3; ++b) bufs.emplace_back(pg, static_cast<std::size_t>(n), memory);
   std::vector<T> want(static_cast<std::size_t>(n), T{0});
   for (std::int64_t i = 0; i < n; ++i) {
     for (int r = 0; r < pg.size(); ++r) want[static_cast<std::size_t>(i)] += value<T>(r, i);
@@ -117,11 +155,11 @@ std::int64_t check_overlapped(ProcessGroup& pg, std::int64_t n) {
   std::vector<Work> works;
   for (std::size_t b = 0; b < bufs.size(); ++b) {
     for (std::int64_t i = 0; i < n; ++i) bufs[b][static_cast<std::size_t>(i)] = value<T>(pg.rank(), i);
-    works.push_back(pg.allreduce(bufs[b]));
+    works.push_back(pg.allreduce(bufs[b].span()));
   }
   for (std::size_t b = works.size(); b-- > 0;) works[b].wait();
   std::int64_t wrong = 0;
-  for (const auto& b : bufs) wrong += count_wrong(b, want);
+  for (const auto& b : bufs) wrong += count_wrong(b.to_vector(), want);
   for (Work& w : works) wrong += w.is_completed() ? 0 : 1;
   return wrong;
 }
@@ -157,22 +195,24 @@ std::int64_t count_bits_differ(const T* got, const std::vector<T>& want) {
 // order of additions (a tree, a ring) fails. The simulated backend's order, which every backend
 // whose results must equal it (MPI) must follow.
 template <class T>
-std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n) {
+std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n, Memory memory = Memory::Private) {
   const auto fold = [&](std::int64_t j) {
     T acc = scrambled<T>(0, j);
     for (int r = 1; r < pg.size(); ++r) acc += scrambled<T>(r, j);
     return acc;
   };
   const auto size = static_cast<std::size_t>(n);
-  std::vector<T> buf(size), want(size);
+  OpBuffer<T> buf(pg, size, memory);
+  std::vector<T> want(size);
   for (std::int64_t i = 0; i < n; ++i) {
     buf[static_cast<std::size_t>(i)] = scrambled<T>(pg.rank(), i);
     want[static_cast<std::size_t>(i)] = fold(i);
   }
-  pg.allreduce(buf).wait();
+  pg.allreduce(buf.span()).wait();
   std::int64_t wrong = count_bits_differ(buf.data(), want);
   for (bool in_place : {false, true}) {
-    std::vector<T> in(size * static_cast<std::size_t>(pg.size())), out(size, T{-7});
+    OpBuffer<T> in(pg, size * static_cast<std::size_t>(pg.size()), memory);
+    std::vector<T> out(size, T{-7});
     for (std::size_t j = 0; j < in.size(); ++j) {
       in[j] = scrambled<T>(pg.rank(), static_cast<std::int64_t>(j));
     }
@@ -180,7 +220,7 @@ std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n) {
       want[static_cast<std::size_t>(i)] = fold(pg.rank() * n + i);
     }
     std::span<T> mine(in.data() + pg.rank() * n, size);
-    pg.reduce_scatter(in, in_place ? mine : std::span<T>(out)).wait();
+    pg.reduce_scatter(in.span(), in_place ? mine : std::span<T>(out)).wait();
     wrong += count_bits_differ(in_place ? mine.data() : out.data(), want);
   }
   return wrong;
@@ -190,7 +230,8 @@ std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n) {
 // against bf16(((fp32(x_0) + fp32(x_1)) + ...)), bit for bit. A backend that adds in bf16 (NCCL's
 // own bf16 sums round at every hop) or in another order fails at 3 ranks and more: the inputs'
 // exponents span 2^±20, so most partial sums are not bf16 values.
-inline std::int64_t check_rank_order_bf16(ProcessGroup& pg, std::int64_t n) {
+inline std::int64_t check_rank_order_bf16(ProcessGroup& pg, std::int64_t n,
+                                          Memory memory = Memory::Private) {
   using Bits = std::uint16_t;
   const auto input = [](int rank, std::int64_t j) { return bf16_bits(scrambled<float>(rank, j)); };
   const auto fold = [&](std::int64_t j) {
@@ -199,27 +240,29 @@ inline std::int64_t check_rank_order_bf16(ProcessGroup& pg, std::int64_t n) {
     return bf16_bits(acc);
   };
   const auto size = static_cast<std::size_t>(n);
-  std::vector<Bits> buf(size), want(size);
+  OpBuffer<Bits> buf(pg, size, memory);
+  std::vector<Bits> want(size);
   for (std::int64_t i = 0; i < n; ++i) {
     buf[static_cast<std::size_t>(i)] = input(pg.rank(), i);
     want[static_cast<std::size_t>(i)] = fold(i);
   }
-  pg.allreduce(buf).wait();
+  pg.allreduce(buf.span()).wait();
   std::int64_t wrong = count_bits_differ(buf.data(), want);
   for (bool in_place : {false, true}) {
-    std::vector<Bits> in(size * static_cast<std::size_t>(pg.size())), out(size, Bits{7});
+    OpBuffer<Bits> in(pg, size * static_cast<std::size_t>(pg.size()), memory);
+    std::vector<Bits> out(size, Bits{7});
     for (std::size_t j = 0; j < in.size(); ++j) in[j] = input(pg.rank(), static_cast<std::int64_t>(j));
     for (std::int64_t i = 0; i < n; ++i) {
       want[static_cast<std::size_t>(i)] = fold(pg.rank() * n + i);
     }
     std::span<Bits> mine(in.data() + pg.rank() * n, size);
-    pg.reduce_scatter(in, in_place ? mine : std::span<Bits>(out)).wait();
+    pg.reduce_scatter(in.span(), in_place ? mine : std::span<Bits>(out)).wait();
     wrong += count_bits_differ(in_place ? mine.data() : out.data(), want);
   }
   // Moved, not summed: an all-gather and a broadcast keep every bit.
   std::vector<Bits> gathered(size * static_cast<std::size_t>(pg.size()));
   for (std::size_t i = 0; i < size; ++i) buf[i] = input(pg.rank(), static_cast<std::int64_t>(i));
-  pg.all_gather(buf, gathered).wait();
+  pg.all_gather(buf.span(), gathered).wait();
   for (int r = 0; r < pg.size(); ++r) {
     for (std::size_t i = 0; i < size; ++i) {
       if (gathered[static_cast<std::size_t>(r) * size + i] != input(r, static_cast<std::int64_t>(i))) {
@@ -227,7 +270,7 @@ inline std::int64_t check_rank_order_bf16(ProcessGroup& pg, std::int64_t n) {
       }
     }
   }
-  pg.broadcast(buf, pg.size() - 1).wait();
+  pg.broadcast(buf.span(), pg.size() - 1).wait();
   for (std::size_t i = 0; i < size; ++i) {
     if (buf[i] != input(pg.size() - 1, static_cast<std::int64_t>(i))) ++wrong;
   }
@@ -255,9 +298,10 @@ inline std::int64_t bf16_hops_differ(int ranks, std::int64_t n) {
 // between ranks (odd ranks backwards): a backend whose ops need a later step from this rank
 // (mpi_ordered_sum.hpp's second phase) must take it while the rank waits for any other op, or
 // this hangs until the watchdog ends it.
-inline std::int64_t check_any_wait_order(ProcessGroup& pg) {
+inline std::int64_t check_any_wait_order(ProcessGroup& pg, Memory memory = Memory::Private) {
   constexpr std::int64_t n = 65537;
-  std::vector<std::vector<float>> bufs(4, std::vector<float>(static_cast<std::size_t>(n)));
+  std::vector<OpBuffer<float>> bufs;
+  for (int b = 0; b < 4; ++b) bufs.emplace_back(pg, static_cast<std::size_t>(n), memory);
   std::vector<float> want(static_cast<std::size_t>(n)), root(8);
   for (std::int64_t i = 0; i < n; ++i) {
     float acc = scrambled<float>(0, i);
@@ -269,7 +313,7 @@ inline std::int64_t check_any_wait_order(ProcessGroup& pg) {
     for (std::int64_t i = 0; i < n; ++i) {
       bufs[b][static_cast<std::size_t>(i)] = scrambled<float>(pg.rank(), i);
     }
-    works.push_back(pg.allreduce(bufs[b]));
+    works.push_back(pg.allreduce(bufs[b].span()));
     if (b == 1) {
       std::fill(root.begin(), root.end(), static_cast<float>(pg.rank()));
       works.push_back(pg.broadcast(root, 0));
@@ -285,43 +329,46 @@ inline std::int64_t check_any_wait_order(ProcessGroup& pg) {
 
 // check_rank_order of every element type at sizes around the rank count, an uneven middle size
 // and one large enough for an allreduce in chunks (distributed/mpi_ordered_sum.hpp's two paths).
-inline std::int64_t check_rank_order_all(ProcessGroup& pg) {
+// The sizes include one past the shared-memory chunks (mpi_shared_sums.hpp: 0.5 MiB regions, an
+// in-place allreduce's chunk a region per rank), so that the last chunk is a partial one.
+inline std::int64_t check_rank_order_all(ProcessGroup& pg, Memory memory = Memory::Private) {
   std::int64_t wrong = 0;
   const std::int64_t n = pg.size();
   for (std::int64_t count : {std::int64_t{1}, std::int64_t{7}, n - 1, n + 1, std::int64_t{1003},
-                             std::int64_t{65537}}) {
+                             std::int64_t{65537}, std::int64_t{131072} * n + 3}) {
     if (count < 1) continue;
-    wrong += check_rank_order<float>(pg, count);
-    wrong += check_rank_order<double>(pg, count);
-    wrong += check_rank_order<std::int32_t>(pg, count);
-    wrong += check_rank_order<std::int64_t>(pg, count);
-    wrong += check_rank_order_bf16(pg, count);
+    wrong += check_rank_order<float>(pg, count, memory);
+    wrong += check_rank_order<double>(pg, count, memory);
+    wrong += check_rank_order<std::int32_t>(pg, count, memory);
+    wrong += check_rank_order<std::int64_t>(pg, count, memory);
+    wrong += check_rank_order_bf16(pg, count, memory);
   }
-  return wrong + check_any_wait_order(pg);
+  return wrong + check_any_wait_order(pg, memory);
 }
 
 // Every check of one element type over sizes that do not divide evenly.
 template <class T>
-std::int64_t check_all_of(ProcessGroup& pg, std::initializer_list<std::int64_t> sizes) {
+std::int64_t check_all_of(ProcessGroup& pg, std::initializer_list<std::int64_t> sizes,
+                          Memory memory) {
   std::int64_t wrong = 0;
   for (std::int64_t n : sizes) {
-    wrong += check_allreduce<T>(pg, n);
-    wrong += check_reduce_scatter<T>(pg, n, false);
-    wrong += check_reduce_scatter<T>(pg, n, true);
-    wrong += check_all_gather<T>(pg, n, false);
-    wrong += check_all_gather<T>(pg, n, true);
+    wrong += check_allreduce<T>(pg, n, memory);
+    wrong += check_reduce_scatter<T>(pg, n, false, memory);
+    wrong += check_reduce_scatter<T>(pg, n, true, memory);
+    wrong += check_all_gather<T>(pg, n, false, memory);
+    wrong += check_all_gather<T>(pg, n, true, memory);
     for (int root = 0; root < pg.size(); ++root) wrong += check_broadcast<T>(pg, n, root);
-    wrong += check_overlapped<T>(pg, n);
+    wrong += check_overlapped<T>(pg, n, memory);
   }
   return wrong;
 }
 
 // Every check of every element type; returns wrong elements on this rank.
-inline std::int64_t check_all(ProcessGroup& pg) {
-  std::int64_t wrong = check_all_of<float>(pg, {0, 1, 7, 1000, 65537});
-  wrong += check_all_of<double>(pg, {1, 7, 1001});
-  wrong += check_all_of<std::int64_t>(pg, {1, 7, 1001});
-  wrong += check_all_of<std::int32_t>(pg, {1, 7, 1001});
+inline std::int64_t check_all(ProcessGroup& pg, Memory memory = Memory::Private) {
+  std::int64_t wrong = check_all_of<float>(pg, {0, 1, 7, 1000, 65537}, memory);
+  wrong += check_all_of<double>(pg, {1, 7, 1001}, memory);
+  wrong += check_all_of<std::int64_t>(pg, {1, 7, 1001}, memory);
+  wrong += check_all_of<std::int32_t>(pg, {1, 7, 1001}, memory);
   pg.barrier().wait();
   return wrong;
 }

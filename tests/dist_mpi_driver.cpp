@@ -9,11 +9,15 @@
 //                                        the job must abort naming its stopped heartbeat
 //   dist_mpi_driver policies             every policy vs one rank with the whole batch, replicas
 //                                        identical, memory within 5% of the formula
+//   dist_mpi_driver shared_mismatch      one rank's allreduce buffer in shared memory, the
+//                                        others' not: every rank refuses the op, naming a rank
 #include <chrono>
 #include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,6 +40,8 @@ int run_collectives() {
     size = pg->size();
     if (pg->backend() != "mpi") ++wrong;
     wrong += checks::check_all(*pg);
+    // Inputs in the group's shared memory: on one node the ops read them in place.
+    wrong += checks::check_all(*pg, checks::Memory::Shared);
     // Non-integer data against the raw library: equal up to rounding (MPI's blocking and
     // non-blocking allreduce may add in different orders at 3 ranks, so bits can differ).
     std::vector<float> ours(4099), raw(4099);
@@ -67,6 +73,7 @@ int run_rank_order() {
     rank = pg->rank();
     size = pg->size();
     wrong += checks::check_rank_order_all(*pg);
+    wrong += checks::check_rank_order_all(*pg, checks::Memory::Shared);
   }
   long long total = 0, mine = static_cast<long long>(wrong);
   MPI_Allreduce(&mine, &total, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -111,6 +118,31 @@ int run_stopped(int timeout_ms, int stopper) {
   }
   second.wait();  // never completes
   std::fprintf(stderr, "rank %d: allreduce #2 completed without rank %d\n", pg->rank(), stopper);
+  return 0;
+}
+
+// Rank 0 passes an allreduce a buffer in the group's shared memory, the others a private copy:
+// every rank must fail that op with a message naming a rank whose buffer differs, not read a
+// wrong place or hang. Prints each rank's message; the test matches them.
+int run_shared_mismatch() {
+  auto pg = make_mpi_process_group(ProcessGroupOptions{std::chrono::seconds(20)});
+  std::shared_ptr<void> shared = pg->shared_memory(4096 * sizeof(float));
+  if (shared == nullptr) {
+    std::printf("rank %d: no shared memory in this group\n", pg->rank());
+    return 1;
+  }
+  std::vector<float> copy(4096, 1.0f);
+  std::span<float> buf = pg->rank() == 0 ? std::span<float>(static_cast<float*>(shared.get()), 4096)
+                                         : std::span<float>(copy);
+  try {
+    pg->allreduce(buf).wait();
+  } catch (const noeira::Error& e) {
+    std::printf("rank %d refused: %s\n", pg->rank(), e.what());
+    std::fflush(stdout);
+    // The failed op stays queued: the group cannot end collectively any more.
+    MPI_Abort(MPI_COMM_WORLD, 3);
+  }
+  std::printf("rank %d: the allreduce completed\n", pg->rank());
   return 0;
 }
 
@@ -182,11 +214,12 @@ int main(int argc, char** argv) {
     if (mode == "collectives") return run_collectives();
     if (mode == "policies") return run_policies();
     if (mode == "rank_order") return run_rank_order();
+    if (mode == "shared_mismatch") return run_shared_mismatch();
     if (mode == "watchdog" && argc == 4)
       return run_watchdog(std::atoi(argv[2]), std::atoi(argv[3]));
     if (mode == "stopped" && argc == 4) return run_stopped(std::atoi(argv[2]), std::atoi(argv[3]));
     std::fprintf(stderr,
-                 "usage: %s collectives | rank_order | policies | "
+                 "usage: %s collectives | rank_order | policies | shared_mismatch | "
                  "watchdog <timeout-ms> <skipping-rank> | stopped <timeout-ms> <stopping-rank>\n",
                  argv[0]);
     return 2;
