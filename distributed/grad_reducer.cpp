@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "distributed/collective_tensor.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::dist {
@@ -37,7 +38,7 @@ GradReducer::GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bu
         capacity = std::max(capacity, 2 * round_up(u.padded_size, kWireAlignment));
       }
     }
-    wire_.resize({std::max<std::int64_t>(1, capacity / 2)}, store.target());
+    wire_ = collective_tensor(group, {std::max<std::int64_t>(1, capacity / 2)}, store.target());
   }
   if (store.residency().state != Extent::Full) return;
   const ShardedLayout& layout = store.layout();

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/bf16_values.hpp"
+#include "distributed/collective_tensor.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::dist {
@@ -20,7 +21,7 @@ void copy_floats(const KernelTable& k, Stream s, float* dst, const float* src, s
 
 ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks,
                        const Context& ctx, std::int64_t alignment, std::int64_t persist_below,
-                       std::size_t gather_buffers, DType value_dtype)
+                       std::size_t gather_buffers, DType value_dtype, ProcessGroup* group)
     : walk_(walk),
       residency_(residency),
       rank_(rank),
@@ -70,12 +71,18 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
     }
   }
 
+  // The buffers collectives read from (every rank allocates the same ones, in this order).
+  const auto communicated = [&](std::int64_t size, DType dtype = DType::F32) {
+    return group != nullptr ? collective_tensor(*group, {size}, target(), dtype)
+                            : Tensor({size}, target(), dtype);
+  };
+
   // Every initial value goes into a full flat buffer: the values themselves, or (sliced values)
   // the initial copy from which this rank's slices are taken.
   const bool sliced_values = value_extent() == Extent::Slice;
   const bool sliced_compute = residency_.params == Extent::Slice;
   Tensor& full = sliced_values ? initial_ : values_;
-  full = Tensor({layout_.full_size}, target());
+  full = sliced_values ? Tensor({layout_.full_size}, target()) : communicated(layout_.full_size);
   for (std::size_t i = 0; i < walk.params.size(); ++i) {
     copy_floats(*k_, stream_, full.data() + layout_.full_offset_of(i),
                 walk.params[i].param->val.data(), walk.params[i].param->numel());
@@ -85,8 +92,8 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
   for (std::size_t u = 0; u < units; ++u) {
     if (!pinned_[u]) continue;
     const std::int64_t size = layout_.units[u].padded_size;
-    if (sliced_compute || mixed_) pinned_values_[u] = Tensor({size}, target());
-    if (residency_.grads == Extent::Slice) pinned_grads_[u] = Tensor({size}, target());
+    if (sliced_compute || mixed_) pinned_values_[u] = communicated(size);
+    if (residency_.grads == Extent::Slice) pinned_grads_[u] = communicated(size);
   }
   if (gathers_values()) {
     // Expanding a full bf16 copy needs no communication to overlap: one buffer is enough.
@@ -100,16 +107,15 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
     held_unit_.assign(buffers, kNone);
   }
   if (mixed_) {
-    compute_ = Tensor({sliced_compute ? layout_.shard_size : layout_.full_size}, target(),
-                      DType::BF16);
+    compute_ = communicated(sliced_compute ? layout_.shard_size : layout_.full_size, DType::BF16);
   }
-  if (sliced_values) values_ = Tensor({layout_.shard_size}, target());
+  if (sliced_values) values_ = communicated(layout_.shard_size);
   take_initial_slices_from(full);
   if (residency_.grads == Extent::Slice) {
-    grads_ = Tensor({layout_.shard_size}, target());
-    grads_unit_ = Tensor({largest_unpinned_unit()}, target());
+    grads_ = communicated(layout_.shard_size);
+    grads_unit_ = communicated(largest_unpinned_unit());
   } else {
-    grads_ = Tensor({layout_.full_size}, target());
+    grads_ = communicated(layout_.full_size);
   }
   // The Params' own storage is freed here: from now on they are handles into this store.
   for (std::size_t u = 0; u < units; ++u) {

@@ -52,6 +52,8 @@
 
 namespace noeira::dist {
 
+class ProcessGroup;
+
 // The walk, cut into units: params in walk order with their names, how many params each unit
 // holds, and the params each unit borrows from a later one (distributed/units.hpp builds it);
 // and the model's buffers, which belong to no unit (replicated on every rank, never sharded).
@@ -83,10 +85,13 @@ struct HeldPiece {
 class ParamStore {
  public:
   // Adopts the walk's parameters (on ctx.target) for rank `rank` of `ranks`.
-  // value_dtype: F32, or BF16 for mixed precision (above).
+  // value_dtype: F32, or BF16 for mixed precision (above). `group`, when given, is the group
+  // whose collectives read the values, the bf16 copy and the gradients: those buffers come from
+  // its shared memory (collective_tensor.hpp), and the constructor is collective over it.
   ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks, const Context& ctx,
              std::int64_t alignment = 32, std::int64_t persist_below = 0,
-             std::size_t gather_buffers = 1, DType value_dtype = DType::F32);
+             std::size_t gather_buffers = 1, DType value_dtype = DType::F32,
+             ProcessGroup* group = nullptr);
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
 

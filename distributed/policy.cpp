@@ -43,7 +43,7 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
       group_(group),
       store_(checked_walk(policy, walk, group, ctx), residency_of(policy), group.rank(),
              group.size(), ctx, options.alignment, options.persist_below,
-             options.prefetch ? 2 : 1, options.param_dtype),
+             options.prefetch ? 2 : 1, options.param_dtype, &group),
       reducer_(store_, group, options.bucket_elements, options.reduce_dtype),
       gatherer_(store_, group) {}
 
