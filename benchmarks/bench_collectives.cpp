@@ -16,10 +16,13 @@
 // busy machine the best is the steadier estimate of what each side costs). Beside them, the limit:
 // memcpy's GB/s for a buffer of the size, every rank copying at once (all ranks share the memory).
 // On one node our ops go through shared memory (distributed/mpi_shared_sums.hpp; with
-// NOEIRA_SHARED_MEMORY=0 over MPI messages, as across nodes).
+// NOEIRA_SHARED_MEMORY=0 over MPI messages, as across nodes). The buffers the ops read (the
+// allreduce's, the others' inputs) come from the group's shared_memory, as the training's
+// gradients and parameters do, so ours read them in place; raw MPI works on the same buffers.
+// --private-buffers puts them in ordinary memory instead: ours then copy through their regions.
 //
 //   mpirun -np 2 bench_collectives [--min-ratio R] [--min-bytes B] [--max-bytes B]
-//                                  [--op allreduce|reduce_scatter|all_gather]
+//                                  [--op allreduce|reduce_scatter|all_gather] [--private-buffers]
 //
 // Exit code: 1 when an element was wrong on any rank (every rank counts, the total is shared);
 // 2 when --min-ratio R is given and ours/raw falls below R at a size >= 1 MiB; 0 otherwise.
@@ -63,9 +66,21 @@ std::string human(std::int64_t bytes) {
 struct Case {
   Collective kind;
   std::vector<float> input;     // pristine inputs of this rank
-  std::vector<float> in, out;   // working buffers (allreduce: in place in `out`)
+  std::span<float> in, out;     // working buffers (allreduce: in place in `out`)
   std::vector<float> expected;  // the exact result in `out`
+  std::vector<std::shared_ptr<void>> memory;  // in's and out's
   std::function<void()> ours, raw;
+
+  // n floats of working buffer: from the group's shared memory when `shared` and it has some.
+  std::span<float> buffer(ProcessGroup& pg, std::size_t n, bool shared) {
+    std::shared_ptr<void> m = shared ? pg.shared_memory(n * sizeof(float)) : nullptr;
+    if (m == nullptr) {
+      auto v = std::make_shared<std::vector<float>>(n);
+      m = std::shared_ptr<void>(v, v->data());
+    }
+    memory.push_back(m);
+    return {static_cast<float*>(m.get()), n};
+  }
 
   void reset() {
     if (kind == Collective::AllReduce) {
@@ -81,7 +96,8 @@ struct Case {
   }
 };
 
-std::unique_ptr<Case> make_case(Collective kind, std::int64_t bytes, ProcessGroup& pg) {
+std::unique_ptr<Case> make_case(Collective kind, std::int64_t bytes, ProcessGroup& pg,
+                                bool shared) {
   const int rank = pg.rank();
   const int n = pg.size();
   const std::int64_t whole = bytes / static_cast<std::int64_t>(sizeof(float));
@@ -96,7 +112,7 @@ std::unique_ptr<Case> make_case(Collective kind, std::int64_t bytes, ProcessGrou
         c->input[static_cast<std::size_t>(i)] = value(rank, i);
         for (int r = 0; r < n; ++r) c->expected[static_cast<std::size_t>(i)] += value(r, i);
       }
-      c->out.resize(c->input.size());
+      c->out = c->buffer(pg, c->input.size(), shared);
       std::span<float> buf(c->out);
       c->ours = [&pg, buf] { pg.allreduce(buf).wait(); };
       c->raw = [buf] {
@@ -116,8 +132,9 @@ std::unique_ptr<Case> make_case(Collective kind, std::int64_t bytes, ProcessGrou
           c->expected[static_cast<std::size_t>(i)] += value(r, rank * shard + i);
         }
       }
-      c->in = c->input;  // never written by either side
-      c->out.resize(static_cast<std::size_t>(shard));
+      c->in = c->buffer(pg, c->input.size(), shared);  // never written by either side
+      std::copy(c->input.begin(), c->input.end(), c->in.begin());
+      c->out = c->buffer(pg, static_cast<std::size_t>(shard), false);
       std::span<const float> in(c->in);
       std::span<float> out(c->out);
       c->ours = [&pg, in, out] { pg.reduce_scatter(in, out).wait(); };
@@ -137,8 +154,9 @@ std::unique_ptr<Case> make_case(Collective kind, std::int64_t bytes, ProcessGrou
           c->expected[static_cast<std::size_t>(q * shard + i)] = value(q, i);
         }
       }
-      c->in = c->input;
-      c->out.resize(c->expected.size());
+      c->in = c->buffer(pg, c->input.size(), shared);
+      std::copy(c->input.begin(), c->input.end(), c->in.begin());
+      c->out = c->buffer(pg, c->expected.size(), false);
       std::span<const float> in(c->in);
       std::span<float> out(c->out);
       c->ours = [&pg, in, out] { pg.all_gather(in, out).wait(); };
@@ -207,7 +225,8 @@ int main(int argc, char** argv) {
     MpiRuntime mpi(&argc, &argv);
     double min_ratio = 0.0;
     std::int64_t min_bytes = 1024, max_bytes = 64 * kMiB;
-    std::string only;  // one collective, or all three
+    std::string only;    // one collective, or all three
+    bool shared = true;  // the ops' inputs in the group's shared memory
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--min-ratio" && i + 1 < argc) {
@@ -218,10 +237,12 @@ int main(int argc, char** argv) {
         max_bytes = std::atoll(argv[++i]);
       } else if (a == "--op" && i + 1 < argc) {
         only = argv[++i];
+      } else if (a == "--private-buffers") {
+        shared = false;
       } else {
         std::fprintf(stderr,
                      "usage: %s [--min-ratio R] [--min-bytes B] [--max-bytes B] [--op "
-                     "allreduce|reduce_scatter|all_gather]\n",
+                     "allreduce|reduce_scatter|all_gather] [--private-buffers]\n",
                      argv[0]);
         return 64;
       }
@@ -229,11 +250,15 @@ int main(int argc, char** argv) {
     auto pg = make_mpi_process_group();
     const int n = pg->size();
     const bool root = pg->rank() == 0;
+    // Collective: whether the group has shared memory (over MPI on one node, unless turned off).
+    const bool in_place = shared && pg->shared_memory(64) != nullptr;
     if (root) {
       std::printf(
           "bench_collectives: %d ranks; median of the slowest rank per iteration, after "
-          "%d warm-up iterations; busbw in GB/s (1e9 B/s)\n",
-          n, kWarmup);
+          "%d warm-up iterations; busbw in GB/s (1e9 B/s); inputs in %s\n",
+          n, kWarmup,
+          in_place ? "the group's shared memory (ours read them in place)"
+              : "private memory (ours copy them)");
       std::printf("%-15s %8s %6s %11s %11s %10s %10s %9s %9s %6s %8s\n", "collective", "size",
                   "iters", "ours (us)", "raw (us)", "ours busbw", "raw busbw", "ours/raw",
                   "best o/r", "wrong", "memcpy");
@@ -244,7 +269,7 @@ int main(int argc, char** argv) {
       if (!only.empty() && only != to_string(kind)) continue;
       for (std::int64_t bytes = 1024; bytes <= max_bytes; bytes *= 4) {
         if (bytes < min_bytes) continue;
-        auto c = make_case(kind, bytes, *pg);
+        auto c = make_case(kind, bytes, *pg, shared);
         std::int64_t wrong = 0;
         for (int w = 0; w < kWarmup; ++w) {
           timed(*c, c->ours, wrong);
