@@ -106,6 +106,9 @@ class MpiProcessGroup final : public ProcessGroup {
   Target buffer_target() const override { return Target::Cpu; }
   std::shared_ptr<void> shared_memory(std::size_t bytes) override {
     if (shared_sums_ == nullptr) return nullptr;
+    // The window's allocation is a blocking collective the watchdog does not see: a barrier it
+    // does see first, so that a rank that never comes is named instead of hanging its peers.
+    barrier().wait();
     SharedSums::SharedBuffer buffer = shared_sums_->allocate(bytes);
     return std::shared_ptr<void>(std::move(buffer.owner), buffer.data);
   }

@@ -34,7 +34,7 @@ add_test(NAME dist_mpi_shared_mismatch_np3
 set_tests_properties(dist_mpi_shared_mismatch_np3 PROPERTIES
                      ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 60 PROCESSORS 3
                      PASS_REGULAR_EXPRESSION
-                     "rank 0 refused: allreduce #1 \\(rank 0 of 3\\): shared-memory collectives: rank [12] runs allreduce #1 of 4096 f32 \\(a private buffer\\) where rank 0 runs allreduce #1 of 4096 f32 \\(shared block 1 at byte 0\\)"
+                     "rank 0 refused: allreduce #[0-9]+ \\(rank 0 of 3\\): shared-memory collectives: rank [12] runs allreduce #[0-9]+ of 4096 f32 \\(a private buffer\\) where rank 0 runs allreduce #[0-9]+ of 4096 f32 \\(shared block 1 at byte 0\\)"
                      FAIL_REGULAR_EXPRESSION "the allreduce completed|no shared memory")
 
 foreach(ranks 2 3)
