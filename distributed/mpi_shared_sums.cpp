@@ -89,6 +89,43 @@ std::uint64_t load_relaxed(const std::uint64_t& field) {
       .load(std::memory_order_relaxed);
 }
 
+// A window whose every rank's part is mapped here, each part starting on a cache line (MPI gives
+// parts at any 8-byte offset; the page offset, and so the alignment, is the same in every
+// process that maps them, so every rank finds the same bytes).
+struct MappedWindow {
+  MPI_Win win = MPI_WIN_NULL;
+  std::vector<char*> parts;        // [ranks]
+  std::vector<std::size_t> sizes;  // [ranks] usable bytes from parts[q]
+};
+
+constexpr std::size_t kLine = 64;
+
+MappedWindow map_window(MPI_Comm comm, int size, std::size_t bytes) {
+  MPI_Info info = MPI_INFO_NULL;
+  NOEIRA_MPI_CHECK(MPI_Info_create(&info));
+  // Each rank's part on its own pages (first touched by its owner: on its NUMA node).
+  NOEIRA_MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
+  void* base = nullptr;
+  MappedWindow w;
+  const int allocated = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + kLine), 1, info,
+                                                comm, &base, &w.win);
+  MPI_Info_free(&info);
+  NOEIRA_MPI_CHECK(allocated);
+  w.parts.resize(static_cast<std::size_t>(size));
+  w.sizes.resize(static_cast<std::size_t>(size));
+  for (int q = 0; q < size; ++q) {
+    MPI_Aint part_bytes = 0;
+    int disp = 0;
+    char* part = nullptr;
+    NOEIRA_MPI_CHECK(MPI_Win_shared_query(w.win, q, &part_bytes, &disp, &part));
+    const std::size_t skip = (kLine - reinterpret_cast<std::uintptr_t>(part) % kLine) % kLine;
+    w.parts[static_cast<std::size_t>(q)] = part + skip;
+    w.sizes[static_cast<std::size_t>(q)] = static_cast<std::size_t>(part_bytes) - skip;
+  }
+  NOEIRA_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, w.win));
+  return w;
+}
+
 // "allreduce #12 of 1000 fp32 (shared block 3 at byte 4096)", for the mismatch error.
 std::string describe(const SharedSums::OpHeader& h) {
   const auto kind = static_cast<Collective>(h.kind);
@@ -115,28 +152,15 @@ std::unique_ptr<SharedSums> SharedSums::create(MPI_Comm comm, int rank, int size
   unsigned long long region = region_bytes_wanted();
   NOEIRA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &region, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, comm));
 
-  MPI_Info info = MPI_INFO_NULL;
-  NOEIRA_MPI_CHECK(MPI_Info_create(&info));
-  // Each rank's part on its own pages (first touched by its owner: on its NUMA node).
-  NOEIRA_MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
-  void* base = nullptr;
-  MPI_Win win = MPI_WIN_NULL;
-  const int allocated = MPI_Win_allocate_shared(
-      static_cast<MPI_Aint>(kCountersBytes + region), 1, info, comm, &base, &win);
-  MPI_Info_free(&info);
-  NOEIRA_MPI_CHECK(allocated);
-  std::memset(base, 0, kCountersBytes);
+  MappedWindow w = map_window(comm, size, kCountersBytes + region);
+  MPI_Win win = w.win;
+  std::memset(w.parts[static_cast<std::size_t>(rank)], 0, kCountersBytes);
   std::vector<char*> regions(static_cast<std::size_t>(size));
   std::vector<Counters*> counters(static_cast<std::size_t>(size));
-  for (int q = 0; q < size; ++q) {
-    MPI_Aint bytes = 0;
-    int disp = 0;
-    char* part = nullptr;
-    NOEIRA_MPI_CHECK(MPI_Win_shared_query(win, q, &bytes, &disp, &part));
-    counters[static_cast<std::size_t>(q)] = reinterpret_cast<Counters*>(part);
-    regions[static_cast<std::size_t>(q)] = part + kCountersBytes;
+  for (std::size_t q = 0; q < w.parts.size(); ++q) {
+    counters[q] = reinterpret_cast<Counters*>(w.parts[q]);
+    regions[q] = w.parts[q] + kCountersBytes;
   }
-  NOEIRA_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
   NOEIRA_MPI_CHECK(MPI_Win_sync(win));
   NOEIRA_MPI_CHECK(MPI_Barrier(comm));  // every rank's counters are zero before any op
   return std::unique_ptr<SharedSums>(new SharedSums(
@@ -229,25 +253,10 @@ void SharedSums::raise(std::uint64_t Counters::*which, std::uint64_t value) {
 SharedSums::SharedBuffer SharedSums::allocate(std::size_t bytes) {
   auto block = std::make_shared<Block>();
   block->id = ++allocations_;
-  MPI_Info info = MPI_INFO_NULL;
-  NOEIRA_MPI_CHECK(MPI_Info_create(&info));
-  NOEIRA_MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));
-  void* base = nullptr;
-  const int allocated = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes), 1, info, comm_,
-                                                &base, &block->win);
-  MPI_Info_free(&info);
-  NOEIRA_MPI_CHECK(allocated);
-  block->bases.resize(static_cast<std::size_t>(size_));
-  block->sizes.resize(static_cast<std::size_t>(size_));
-  for (int q = 0; q < size_; ++q) {
-    MPI_Aint size = 0;
-    int disp = 0;
-    char* part = nullptr;
-    NOEIRA_MPI_CHECK(MPI_Win_shared_query(block->win, q, &size, &disp, &part));
-    block->bases[static_cast<std::size_t>(q)] = part;
-    block->sizes[static_cast<std::size_t>(q)] = static_cast<std::size_t>(size);
-  }
-  NOEIRA_MPI_CHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, block->win));
+  MappedWindow w = map_window(comm_, size_, bytes);
+  block->win = w.win;
+  block->bases = std::move(w.parts);
+  block->sizes = std::move(w.sizes);
   std::erase_if(blocks_, [](const std::weak_ptr<Block>& b) { return b.expired(); });
   blocks_.push_back(block);
   char* mine = block->bases[static_cast<std::size_t>(rank_)];
