@@ -23,12 +23,12 @@
 // arrives leaves its partners polling until the watchdog (distributed/watchdog.hpp) fails the job
 // and names the rank. The poll yields the core between looks, for oversubscribed ranks.
 //
-// In place: a buffer from allocate() (the group's collective_tensor) is memory every peer maps.
-// An op whose input lies in such a buffer on every rank, at the same offset, moves it whole
-// without the regions: each rank folds its slice (allreduce) or segment (reduce-scatter) straight
-// from the peers' inputs, or copies them (all-gather), and an allreduce copies the peers' folded
+// In place: a buffer from allocate() (the group's shared_memory) is memory every peer maps. An
+// allreduce (from 16 KiB) or a reduce-scatter whose input lies in such a buffer on every rank
+// moves it without the regions: each rank folds its slice (allreduce) or segment
+// (reduce-scatter) straight from the peers' inputs, and an allreduce copies the peers' folded
 // slices out of their buffers: the data crosses memory twice instead of three times (once for a
-// reduce-scatter or an all-gather), in the same rank order. The op completes only once every peer
+// reduce-scatter), in the same rank order. All-gathers keep the regions (start() says why). The op completes only once every peer
 // has raised `released`, since until then a peer may still read this rank's buffer. The ranks
 // publish each op (sequence, kind, type, count, block and where in it their input lies) before
 // they read anything, so that a rank whose input is not in the block where its peers' are fails
