@@ -82,10 +82,14 @@ struct Case {
     return {static_cast<float*>(m.get()), n};
   }
 
+  // Every input written again by its rank before each op, as training writes its gradients and
+  // parameters every step: what a peer read last time is in that peer's cache, and the write
+  // takes it back first.
   void reset() {
     if (kind == Collective::AllReduce) {
       std::copy(input.begin(), input.end(), out.begin());
     } else {
+      std::copy(input.begin(), input.end(), in.begin());
       std::fill(out.begin(), out.end(), kSentinel);
     }
   }
@@ -132,8 +136,7 @@ std::unique_ptr<Case> make_case(Collective kind, std::int64_t bytes, ProcessGrou
           c->expected[static_cast<std::size_t>(i)] += value(r, rank * shard + i);
         }
       }
-      c->in = c->buffer(pg, c->input.size(), shared);  // never written by either side
-      std::copy(c->input.begin(), c->input.end(), c->in.begin());
+      c->in = c->buffer(pg, c->input.size(), shared);
       c->out = c->buffer(pg, static_cast<std::size_t>(shard), false);
       std::span<const float> in(c->in);
       std::span<float> out(c->out);
@@ -155,7 +158,6 @@ std::unique_ptr<Case> make_case(Collective kind, std::int64_t bytes, ProcessGrou
         }
       }
       c->in = c->buffer(pg, c->input.size(), shared);
-      std::copy(c->input.begin(), c->input.end(), c->in.begin());
       c->out = c->buffer(pg, c->expected.size(), false);
       std::span<const float> in(c->in);
       std::span<float> out(c->out);
