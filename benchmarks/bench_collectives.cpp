@@ -16,9 +16,10 @@
 // busy machine the best is the steadier estimate of what each side costs). Beside them, the limit:
 // memcpy's GB/s for a buffer of the size, every rank copying at once (all ranks share the memory).
 // On one node our ops go through shared memory (distributed/mpi_shared_sums.hpp; with
-// NOEIRA_SHARED_MEMORY=0 over MPI messages, as across nodes). The buffers the ops read (the
-// allreduce's, the others' inputs) come from the group's shared_memory, as the training's
-// gradients and parameters do, so ours read them in place; raw MPI works on the same buffers.
+// NOEIRA_SHARED_MEMORY=0 over MPI messages, as across nodes). The buffers the ops share with
+// the peers (the allreduce's, the reduce-scatter's input, the all-gather's output) come from the
+// group's shared_memory, as the training's gradients and parameters do, so ours work on them in
+// place; raw MPI works on the same buffers.
 // --private-buffers puts them in ordinary memory instead: ours then copy through their regions.
 //
 //   mpirun -np 2 bench_collectives [--min-ratio R] [--min-bytes B] [--max-bytes B]
@@ -157,8 +158,8 @@ std::unique_ptr<Case> make_case(Collective kind, std::int64_t bytes, ProcessGrou
           c->expected[static_cast<std::size_t>(q * shard + i)] = value(q, i);
         }
       }
-      c->in = c->buffer(pg, c->input.size(), shared);
-      c->out = c->buffer(pg, c->expected.size(), false);
+      c->in = c->buffer(pg, c->input.size(), false);
+      c->out = c->buffer(pg, c->expected.size(), shared);
       std::span<const float> in(c->in);
       std::span<float> out(c->out);
       c->ours = [&pg, in, out] { pg.all_gather(in, out).wait(); };
@@ -257,10 +258,10 @@ int main(int argc, char** argv) {
     if (root) {
       std::printf(
           "bench_collectives: %d ranks; median of the slowest rank per iteration, after "
-          "%d warm-up iterations; busbw in GB/s (1e9 B/s); inputs in %s\n",
+          "%d warm-up iterations; busbw in GB/s (1e9 B/s); shared buffers in %s\n",
           n, kWarmup,
-          in_place ? "the group's shared memory (ours read them in place)"
-              : "private memory (ours copy them)");
+          in_place ? "the group's shared memory (ours work on them in place)"
+                   : "private memory (ours copy them through their regions)");
       std::printf("%-15s %8s %6s %11s %11s %10s %10s %9s %9s %6s %8s\n", "collective", "size",
                   "iters", "ours (us)", "raw (us)", "ours busbw", "raw busbw", "ours/raw",
                   "best o/r", "wrong", "memcpy");

@@ -268,25 +268,24 @@ SharedSums::SharedBuffer SharedSums::allocate(std::size_t bytes) {
 std::unique_ptr<WorkImpl> SharedSums::start(const CollectiveCall& call) {
   auto op = std::make_shared<Op>();
   op->call = call;
-  // In place when the whole input lies in this rank's part of a block (the peers check that
-  // theirs does too before anything is read). Not a small allreduce: its copies cost less than
-  // the wait for every peer's release at its end (measured on 2 ranks: 1 KiB in 1.8 µs in place
-  // against 1.2 through the regions; from 16 KiB on, in place is the faster). Not an all-gather:
-  // alone it is faster in place too, but the peers' reads leave the owner's parameters shared
-  // between the cores' caches, and the optimizer's writes to them next step cost more than the
-  // copy saves (ZeRO-1 on the MLP at 2 ranks: 12 % slower epochs in place).
-  const char* in = call.in.bytes_begin();
-  const bool through_regions =
-      call.kind == Collective::AllGather ||
-      (call.kind == Collective::AllReduce && call.in.bytes() < kSmallAllreduceBytes);
+  // In place when the buffer the peers will touch (an all-gather's output, the others' input)
+  // lies in this rank's part of a block (the peers check that theirs does too before anything is
+  // read). Not a small allreduce: its copies cost less than the wait for every peer's release at
+  // its end (measured on 2 ranks: 1 KiB in 1.8 µs in place against 1.2 through the regions; from
+  // 16 KiB on, in place is the faster).
+  const bool gather = call.kind == Collective::AllGather;
+  const char* shared = gather ? static_cast<const char*>(call.out.data) : call.in.bytes_begin();
+  const std::size_t bytes = gather ? call.out.bytes() : call.in.bytes();
+  const bool small_allreduce =
+      call.kind == Collective::AllReduce && call.in.bytes() < kSmallAllreduceBytes;
   for (const std::weak_ptr<Block>& weak : blocks_) {
     std::shared_ptr<Block> block = weak.lock();
-    if (!block || through_regions) continue;
+    if (!block || small_allreduce || bytes == 0) continue;
     const char* mine = block->bases[static_cast<std::size_t>(rank_)];
     const std::size_t size = block->sizes[static_cast<std::size_t>(rank_)];
-    if (in >= mine && in + call.in.bytes() <= mine + size && call.in.bytes() > 0) {
+    if (shared >= mine && shared + bytes <= mine + size) {
       op->block = std::move(block);
-      op->offset = static_cast<std::size_t>(in - mine);
+      op->offset = static_cast<std::size_t>(shared - mine);
       break;
     }
   }
@@ -348,7 +347,9 @@ void SharedSums::check_headers(Op& op) const {
     }
     if (!op.block) continue;
     const std::size_t part = op.block->sizes[static_cast<std::size_t>(q)];
-    if (peer.offset > part || op.call.in.bytes() > part - peer.offset) {
+    const std::size_t touched =
+        op.call.kind == Collective::AllGather ? op.call.out.bytes() : op.call.in.bytes();
+    if (peer.offset > part || touched > part - peer.offset) {
       throw Error(detail::concat("shared-memory collectives: rank ", q, "'s ", describe(peer),
                                  " reads past its part of the block (", part, " bytes)"));
     }
@@ -397,12 +398,13 @@ bool SharedSums::step(Op& op) {
   return true;
 }
 
-// Every rank reads its peers' inputs where they lie: no copy in, and an allreduce copies the
-// folded slices straight out of the peers' buffers. An allreduce goes chunk by chunk (each rank
+// Every rank reads its peers' inputs where they lie (an all-gather writes its input into the
+// peers' outputs instead): no copy in, and an allreduce copies the folded slices straight out of
+// the peers' buffers. An allreduce goes chunk by chunk (each rank
 // folding a region's worth of its slice), so that the folded slices are still in cache when the
 // peers copy them; a chunk's copy waits only for that chunk's `reduced`, since every input was
-// there from the start. Since a peer reads this rank's buffer until it raises `released`, the op
-// completes only when every peer has. The op takes one epoch per chunk (one for a reduce-scatter
+// there from the start. Since a peer reads (or writes) this rank's buffer until it raises
+// `released`, the op completes only when every peer has. The op takes one epoch per chunk (one for a reduce-scatter
 // or an all-gather), as many on every rank.
 bool SharedSums::step_in_place(Op& op) {
   const bool all = op.call.kind == Collective::AllReduce;
@@ -459,8 +461,8 @@ std::int64_t SharedSums::chunk_in_place(const Op& op) const {
   return std::max<std::int64_t>(1, region * size_);
 }
 
-// Peer q's input of the op, where it lies in q's part of the block.
-const char* SharedSums::peer_input(const Op& op, std::size_t q) const {
+// Peer q's buffer of the op (an all-gather's output, the others' input) in q's part of the block.
+char* SharedSums::peer_buffer(const Op& op, std::size_t q) const {
   return op.block->bases[q] + op.offsets[q];
 }
 
@@ -477,21 +479,25 @@ void SharedSums::fold_in_place(const Op& op, std::int64_t at, std::int64_t n) {
     case Collective::AllReduce: {
       const Range slice = even_part(n, size_, rank_);
       const std::size_t from = static_cast<std::size_t>(at + slice.begin) * elem;
-      for (std::size_t q = 0; q < sources.size(); ++q) sources[q] = peer_input(op, q) + from;
+      for (std::size_t q = 0; q < sources.size(); ++q) sources[q] = peer_buffer(op, q) + from;
       fold_in_rank_order(dtype, out + from, sources, slice.size());
       return;
     }
     case Collective::ReduceScatter: {
       const std::size_t share = static_cast<std::size_t>(rank_) * count * elem;
-      for (std::size_t q = 0; q < sources.size(); ++q) sources[q] = peer_input(op, q) + share;
+      for (std::size_t q = 0; q < sources.size(); ++q) sources[q] = peer_buffer(op, q) + share;
       fold_in_rank_order(dtype, out, sources, n);
       return;
     }
     case Collective::AllGather: {
+      // Pushed: this rank writes its input into its segment of every rank's output, so that its
+      // own parameters are only ever read here (a peer's read would leave them in both cores'
+      // caches, and the optimizer's writes next step would have to take them back first).
+      const std::size_t segment = static_cast<std::size_t>(rank_) * count * elem;
       for (std::size_t q = 0; q < sources.size(); ++q) {
-        char* to = out + q * count * elem;
+        char* to = peer_buffer(op, q) + segment;
         if (to == op.call.in.bytes_begin()) continue;  // in place: this rank's own segment
-        std::memcpy(to, peer_input(op, q), static_cast<std::size_t>(n) * elem);
+        std::memcpy(to, op.call.in.bytes_begin(), static_cast<std::size_t>(n) * elem);
       }
       return;
     }
@@ -510,7 +516,7 @@ void SharedSums::copy_out_in_place(const Op& op, std::int64_t at, std::int64_t n
     if (q == rank_) continue;
     const Range theirs = even_part(n, size_, q);
     const std::size_t from = static_cast<std::size_t>(at + theirs.begin) * elem;
-    std::memcpy(out + from, peer_input(op, static_cast<std::size_t>(q)) + from,
+    std::memcpy(out + from, peer_buffer(op, static_cast<std::size_t>(q)) + from,
                 static_cast<std::size_t>(theirs.size()) * elem);
   }
 }

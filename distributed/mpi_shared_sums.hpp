@@ -24,11 +24,13 @@
 // and names the rank. The poll yields the core between looks, for oversubscribed ranks.
 //
 // In place: a buffer from allocate() (the group's shared_memory) is memory every peer maps. An
-// allreduce (from 16 KiB) or a reduce-scatter whose input lies in such a buffer on every rank
-// moves it without the regions: each rank folds its slice (allreduce) or segment
-// (reduce-scatter) straight from the peers' inputs, and an allreduce copies the peers' folded
-// slices out of their buffers: the data crosses memory twice instead of three times (once for a
-// reduce-scatter), in the same rank order. All-gathers keep the regions (start() says why). The op completes only once every peer
+// allreduce (from 16 KiB) or a reduce-scatter whose input lies in such a buffer on every rank, or
+// an all-gather whose output does, moves without the regions: each rank folds its slice
+// (allreduce) or segment (reduce-scatter) straight from the peers' inputs, an allreduce copies
+// the peers' folded slices out of their buffers, and an all-gather writes each rank's input into
+// every rank's output (pushed, so that a rank's parameters stay in its own cache for the
+// optimizer's next writes): the data crosses memory twice instead of three times (once for a
+// reduce-scatter or an all-gather), in the same rank order. The op completes only once every peer
 // has raised `released`, since until then a peer may still read this rank's buffer. The ranks
 // publish each op (sequence, kind, type, count, block and where in it their input lies) before
 // they read anything, so that a rank whose input is not in the block where its peers' are fails
@@ -106,7 +108,7 @@ class SharedSums final : public PhasedOp {
   // The same for an op whose inputs lie in a block (see above).
   bool step_in_place(Op& op);
   std::int64_t chunk_in_place(const Op& op) const;
-  const char* peer_input(const Op& op, std::size_t rank) const;
+  char* peer_buffer(const Op& op, std::size_t rank) const;
   void fold_in_place(const Op& op, std::int64_t at, std::int64_t n);
   void copy_out_in_place(const Op& op, std::int64_t at, std::int64_t n);
 

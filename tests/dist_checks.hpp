@@ -114,9 +114,9 @@ std::int64_t check_all_gather(ProcessGroup& pg, std::int64_t n, bool in_place,
                               Memory memory = Memory::Private) {
   const std::size_t seg = static_cast<std::size_t>(n);
   const std::size_t whole = seg * static_cast<std::size_t>(pg.size());
-  // The buffer the op reads in `memory`: in, or out when in is its segment.
-  OpBuffer<T> in(pg, seg, in_place ? Memory::Private : memory);
-  OpBuffer<T> out(pg, whole, in_place ? memory : Memory::Private, T{-7});
+  // The output in `memory` (the shared-memory path writes every rank's input into it).
+  OpBuffer<T> in(pg, seg, Memory::Private);
+  OpBuffer<T> out(pg, whole, memory, T{-7});
   std::vector<T> want(whole);
   for (std::int64_t i = 0; i < n; ++i) in[static_cast<std::size_t>(i)] = value<T>(pg.rank(), i);
   for (int q = 0; q < pg.size(); ++q) {
