@@ -1,7 +1,9 @@
 #include "distributed/mpi_process_group.hpp"
 
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -106,9 +108,18 @@ class MpiProcessGroup final : public ProcessGroup {
   Target buffer_target() const override { return Target::Cpu; }
   std::shared_ptr<void> shared_memory(std::size_t bytes) override {
     if (shared_sums_ == nullptr) return nullptr;
-    // The window's allocation is a blocking collective the watchdog does not see: a barrier it
-    // does see first, so that a rank that never comes is named instead of hanging its peers.
-    barrier().wait();
+    // The window's allocation is a blocking collective the watchdog does not see: two ops it does
+    // see first, so that a rank that never comes is named instead of hanging its peers. They
+    // also give every rank the same verdict on room: a window lives in a file of a tmpfs
+    // (/dev/shm, 64 MiB in a default container) whose pages are taken at first touch, so unless
+    // every rank's part fits in half its free space (a touch beyond it kills the process with
+    // SIGBUS), the buffer is ordinary memory and the ops copy it through their regions.
+    std::int64_t total = static_cast<std::int64_t>(bytes);
+    allreduce(std::span<std::int64_t>(&total, 1)).wait();
+    std::int64_t short_of_room =
+        static_cast<std::uint64_t>(total) > shared_window_free_bytes() / 2 ? 1 : 0;
+    allreduce(std::span<std::int64_t>(&short_of_room, 1)).wait();
+    if (short_of_room != 0) return nullptr;
     SharedSums::SharedBuffer buffer = shared_sums_->allocate(bytes);
     return std::shared_ptr<void>(std::move(buffer.owner), buffer.data);
   }

@@ -1,6 +1,7 @@
 #include "distributed/mpi_shared_sums.hpp"
 
 #include <sched.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <atomic>
@@ -139,6 +140,13 @@ std::string describe(const SharedSums::OpHeader& h) {
 }
 
 }  // namespace
+
+std::uint64_t shared_window_free_bytes() {
+  const char* dir = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+  struct statvfs fs {};
+  if (statvfs(dir != nullptr && *dir != '\0' ? dir : "/dev/shm", &fs) != 0) return 0;
+  return static_cast<std::uint64_t>(fs.f_bavail) * static_cast<std::uint64_t>(fs.f_frsize);
+}
 
 std::unique_ptr<SharedSums> SharedSums::create(MPI_Comm comm, int rank, int size,
                                                MpiProgress& progress) {

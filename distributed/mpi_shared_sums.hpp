@@ -51,6 +51,11 @@
 
 namespace noeira::dist {
 
+// Free bytes of the file system that holds shared windows' backing files (Open MPI's
+// osc_sm_backing_directory: /dev/shm unless OMPI_MCA_osc_sm_backing_directory says otherwise);
+// 0 when it cannot be read.
+std::uint64_t shared_window_free_bytes();
+
 class SharedSums final : public PhasedOp {
  public:
   // Null when the ranks of `comm` are not all on one node or shared memory is turned off.
