@@ -64,6 +64,18 @@ foreach(ranks 2 3)
                        "noeira: error: watchdog: allreduce #2 timed out after 1\\.0 s; ranks not arrived: ${skipper}[^0-9]"
                        FAIL_REGULAR_EXPRESSION "exit code 0[^0-9]|was not aborted|completed without")
 
+  # The same with the buffer in the group's shared memory (the in-place path; the allocation's
+  # two room checks are allreduces #1 and #2, so the skipped one is #4).
+  add_test(NAME dist_mpi_watchdog_shared_np${ranks}
+           COMMAND sh -c "\"$0\" \"$@\"; echo \"exit code $?\""
+                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+                   $<TARGET_FILE:dist_mpi_driver> watchdog_shared 1000 ${skipper})
+  set_tests_properties(dist_mpi_watchdog_shared_np${ranks} PROPERTIES
+                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 30 PROCESSORS ${ranks}
+                       PASS_REGULAR_EXPRESSION
+                       "noeira: error: watchdog: allreduce #4 timed out after 1\\.0 s; ranks not arrived: ${skipper}[^0-9]"
+                       FAIL_REGULAR_EXPRESSION "exit code 0[^0-9]|was not aborted|completed without|no shared memory")
+
   # The last rank enters allreduce #2 and stops itself (SIGSTOP, as `kill -STOP` would): its
   # sequence number says it arrived, so only its heartbeat on the side channel can name it.
   add_test(NAME dist_mpi_watchdog_stopped_np${ranks}

@@ -5,6 +5,7 @@
 //   dist_mpi_driver collectives          every collective, exact results, sizes not dividing evenly
 //   dist_mpi_driver rank_order           sums bit for bit equal to the left fold in rank order
 //   dist_mpi_driver watchdog <ms> <rank> rank <rank> skips allreduce #2: the job must abort
+//                                        (watchdog_shared: the buffer in shared memory)
 //   dist_mpi_driver stopped <ms> <rank>  rank <rank> enters allreduce #2 and stops (SIGSTOP):
 //                                        the job must abort naming its stopped heartbeat
 //   dist_mpi_driver policies             every policy vs one rank with the whole batch, replicas
@@ -86,9 +87,18 @@ int run_rank_order() {
   return total == 0 ? 0 : 1;
 }
 
-int run_watchdog(int timeout_ms, int skipper) {
+// shared: the allreduces' buffer in the group's shared memory (1 MiB: in place, whose ranks
+// also wait for each other's release at the end).
+int run_watchdog(int timeout_ms, int skipper, bool shared) {
   auto pg = make_mpi_process_group(ProcessGroupOptions{std::chrono::milliseconds(timeout_ms)});
-  std::vector<float> x(1000, 1.0f);
+  std::vector<float> own(1000, 1.0f);
+  std::shared_ptr<void> memory = shared ? pg->shared_memory(std::size_t{1} << 20) : nullptr;
+  if (shared && memory == nullptr) {
+    std::fprintf(stderr, "rank %d: no shared memory in this group\n", pg->rank());
+    return 1;
+  }
+  const std::span<float> x = shared ? std::span<float>(static_cast<float*>(memory.get()), 1 << 18)
+                                    : std::span<float>(own);
   pg->allreduce(x).wait();  // #1: everybody
   if (pg->rank() == skipper) {
     // Skips #2 and stays busy outside MPI far longer than the timeout: the peers' watchdogs must
@@ -219,12 +229,13 @@ int main(int argc, char** argv) {
     if (mode == "policies") return run_policies();
     if (mode == "rank_order") return run_rank_order();
     if (mode == "shared_mismatch") return run_shared_mismatch();
-    if (mode == "watchdog" && argc == 4)
-      return run_watchdog(std::atoi(argv[2]), std::atoi(argv[3]));
+    if ((mode == "watchdog" || mode == "watchdog_shared") && argc == 4)
+      return run_watchdog(std::atoi(argv[2]), std::atoi(argv[3]), mode == "watchdog_shared");
     if (mode == "stopped" && argc == 4) return run_stopped(std::atoi(argv[2]), std::atoi(argv[3]));
     std::fprintf(stderr,
                  "usage: %s collectives | rank_order | policies | shared_mismatch | "
-                 "watchdog <timeout-ms> <skipping-rank> | stopped <timeout-ms> <stopping-rank>\n",
+                 "watchdog[_shared] <timeout-ms> <skipping-rank> | "
+                 "stopped <timeout-ms> <stopping-rank>\n",
                  argv[0]);
     return 2;
   } catch (const std::exception& e) {
