@@ -113,7 +113,14 @@ MappedWindow map_window(MPI_Comm comm, int size, std::size_t bytes) {
   const int allocated = MPI_Win_allocate_shared(static_cast<MPI_Aint>(bytes + kLine), 1, info,
                                                 comm, &base, &w.win);
   MPI_Info_free(&info);
-  NOEIRA_MPI_CHECK(allocated);
+  // The call names what failed: a shared window (its backing file, in Open MPI's
+  // osc_sm_backing_directory), which NOEIRA_SHARED_MEMORY=0 does without.
+  if (allocated != MPI_SUCCESS) {
+    mpi_fail(allocated,
+             "MPI_Win_allocate_shared (the shared-memory collectives' window; "
+             "NOEIRA_SHARED_MEMORY=0 runs without one)",
+             __FILE__, __LINE__);
+  }
   w.parts.resize(static_cast<std::size_t>(size));
   w.sizes.resize(static_cast<std::size_t>(size));
   for (int q = 0; q < size; ++q) {
