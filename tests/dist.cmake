@@ -37,6 +37,23 @@ set_tests_properties(dist_mpi_shared_mismatch_np3 PROPERTIES
                      "rank 0 refused: allreduce #[0-9]+ \\(rank 0 of 3\\): shared-memory collectives: rank [12] runs allreduce #[0-9]+ of 4096 f32 \\(a private buffer\\) where rank 0 runs allreduce #[0-9]+ of 4096 f32 \\(shared block 1 at byte 0\\)"
                      FAIL_REGULAR_EXPRESSION "the allreduce completed|no shared memory")
 
+# The last rank of `ranks` fails allreduce #seq the driver's way `mode`: the peers' watchdogs (1 s)
+# must abort the job well inside ctest's 30 s, with a non-zero exit and the line that says
+# "ranks not arrived: <arrived>". sh prints the exit code so the test can require it non-zero.
+function(noeira_mpi_watchdog_test name ranks mode seq arrived)
+  math(EXPR last "${ranks} - 1")
+  add_test(NAME ${name}
+           COMMAND sh -c "\"$0\" \"$@\"; echo \"exit code $?\""
+                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+                   $<TARGET_FILE:dist_mpi_driver> ${mode} 1000 ${last})
+  set_tests_properties(${name} PROPERTIES
+                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 30 PROCESSORS ${ranks}
+                       PASS_REGULAR_EXPRESSION
+                       "noeira: error: watchdog: allreduce #${seq} timed out after 1\\.0 s; ranks not arrived: ${arrived}[^0-9]"
+                       FAIL_REGULAR_EXPRESSION
+                       "exit code 0[^0-9]|was not aborted|completed without|no shared memory")
+endfunction()
+
 foreach(ranks 2 3)
   add_test(NAME dist_mpi_collectives_np${ranks}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
@@ -50,41 +67,15 @@ foreach(ranks 2 3)
   set_tests_properties(dist_mpi_policies_np${ranks} PROPERTIES
                        ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 120 PROCESSORS ${ranks})
 
-  # The last rank skips allreduce #2 and sleeps 60 s; the peers' watchdogs (1 s) must abort the
-  # job well inside ctest's 30 s, with a non-zero exit and a message naming that rank. sh prints
-  # the exit code so the test can require it to be non-zero.
   math(EXPR skipper "${ranks} - 1")
-  add_test(NAME dist_mpi_watchdog_np${ranks}
-           COMMAND sh -c "\"$0\" \"$@\"; echo \"exit code $?\""
-                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
-                   $<TARGET_FILE:dist_mpi_driver> watchdog 1000 ${skipper})
-  set_tests_properties(dist_mpi_watchdog_np${ranks} PROPERTIES
-                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 30 PROCESSORS ${ranks}
-                       PASS_REGULAR_EXPRESSION
-                       "noeira: error: watchdog: allreduce #2 timed out after 1\\.0 s; ranks not arrived: ${skipper}[^0-9]"
-                       FAIL_REGULAR_EXPRESSION "exit code 0[^0-9]|was not aborted|completed without")
-
+  # The last rank skips allreduce #2 and sleeps 60 s.
+  noeira_mpi_watchdog_test(dist_mpi_watchdog_np${ranks} ${ranks} watchdog 2 "${skipper}")
   # The same with the buffer in the group's shared memory (the in-place path; the allocation's
   # two room checks are allreduces #1 and #2, so the skipped one is #4).
-  add_test(NAME dist_mpi_watchdog_shared_np${ranks}
-           COMMAND sh -c "\"$0\" \"$@\"; echo \"exit code $?\""
-                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
-                   $<TARGET_FILE:dist_mpi_driver> watchdog_shared 1000 ${skipper})
-  set_tests_properties(dist_mpi_watchdog_shared_np${ranks} PROPERTIES
-                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 30 PROCESSORS ${ranks}
-                       PASS_REGULAR_EXPRESSION
-                       "noeira: error: watchdog: allreduce #4 timed out after 1\\.0 s; ranks not arrived: ${skipper}[^0-9]"
-                       FAIL_REGULAR_EXPRESSION "exit code 0[^0-9]|was not aborted|completed without|no shared memory")
-
+  noeira_mpi_watchdog_test(dist_mpi_watchdog_shared_np${ranks} ${ranks} watchdog_shared 4
+                           "${skipper}")
   # The last rank enters allreduce #2 and stops itself (SIGSTOP, as `kill -STOP` would): its
   # sequence number says it arrived, so only its heartbeat on the side channel can name it.
-  add_test(NAME dist_mpi_watchdog_stopped_np${ranks}
-           COMMAND sh -c "\"$0\" \"$@\"; echo \"exit code $?\""
-                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
-                   $<TARGET_FILE:dist_mpi_driver> stopped 1000 ${skipper})
-  set_tests_properties(dist_mpi_watchdog_stopped_np${ranks} PROPERTIES
-                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 30 PROCESSORS ${ranks}
-                       PASS_REGULAR_EXPRESSION
-                       "noeira: error: watchdog: allreduce #2 timed out after 1\\.0 s; ranks not arrived: none; heartbeat stopped: ${skipper}[^0-9]"
-                       FAIL_REGULAR_EXPRESSION "exit code 0[^0-9]|was not aborted|completed without")
+  noeira_mpi_watchdog_test(dist_mpi_watchdog_stopped_np${ranks} ${ranks} stopped 2
+                           "none; heartbeat stopped: ${skipper}")
 endforeach()
