@@ -212,9 +212,9 @@ enum class Phase : std::uint8_t { Begin, Arrived, Reduced, Released };
 
 struct SharedSums::Op {
   CollectiveCall call;
-  // In place: the input lies in this block on every rank, `offset` bytes into this rank's part;
-  // `offsets` [ranks] where each rank's lies, as the ranks published them (an all-gather in place
-  // reads each rank's segment of its output).
+  // In place: the buffer the peers touch (an all-gather's output, the others' input) lies in
+  // this block on every rank, `offset` bytes into this rank's part; `offsets` [ranks] where each
+  // rank's lies, as the ranks published them.
   std::shared_ptr<Block> block;
   std::size_t offset = 0;
   std::vector<std::size_t> offsets;
@@ -357,8 +357,8 @@ void SharedSums::check_headers(Op& op) const {
     if (!same) {
       throw Error(detail::concat("shared-memory collectives: rank ", q, " runs ", describe(peer),
                                  " where rank ", rank_, " runs ", describe(mine),
-                                 " (every rank must pass the same op, its input in memory from "
-                                 "the same shared_memory call or in none)"));
+                                 " (every rank must pass the same op, its shared buffer in memory "
+                                 "from the same shared_memory call or in none)"));
     }
     if (!op.block) continue;
     const std::size_t part = op.block->sizes[static_cast<std::size_t>(q)];
@@ -366,7 +366,7 @@ void SharedSums::check_headers(Op& op) const {
         op.call.kind == Collective::AllGather ? op.call.out.bytes() : op.call.in.bytes();
     if (peer.offset > part || touched > part - peer.offset) {
       throw Error(detail::concat("shared-memory collectives: rank ", q, "'s ", describe(peer),
-                                 " reads past its part of the block (", part, " bytes)"));
+                                 " reaches past its part of the block (", part, " bytes)"));
     }
     op.offsets[static_cast<std::size_t>(q)] = peer.offset;
   }
@@ -415,12 +415,12 @@ bool SharedSums::step(Op& op) {
 
 // Every rank reads its peers' inputs where they lie (an all-gather writes its input into the
 // peers' outputs instead): no copy in, and an allreduce copies the folded slices straight out of
-// the peers' buffers. An allreduce goes chunk by chunk (each rank
-// folding a region's worth of its slice), so that the folded slices are still in cache when the
-// peers copy them; a chunk's copy waits only for that chunk's `reduced`, since every input was
-// there from the start. Since a peer reads (or writes) this rank's buffer until it raises
-// `released`, the op completes only when every peer has. The op takes one epoch per chunk (one for a reduce-scatter
-// or an all-gather), as many on every rank.
+// the peers' buffers. An allreduce goes chunk by chunk (each rank folding a region's worth of its
+// slice), so that the folded slices are still in cache when the peers copy them; a chunk's copy
+// waits only for that chunk's `reduced`, since every input was there from the start. Since a
+// peer reads (or writes) this rank's buffer until it raises `released`, the op completes only
+// when every peer has. The op takes one epoch per chunk (one for a reduce-scatter or an
+// all-gather), as many on every rank.
 bool SharedSums::step_in_place(Op& op) {
   const bool all = op.call.kind == Collective::AllReduce;
   const std::int64_t chunk = all ? chunk_in_place(op) : std::max<std::int64_t>(1, op.call.count);

@@ -71,7 +71,8 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
     }
   }
 
-  // The buffers collectives read from (every rank allocates the same ones, in this order).
+  // The buffers the peers' collectives touch in place (reductions' inputs, all-gathers' outputs),
+  // in the group's shared memory; every rank allocates the same ones, in this order.
   const auto communicated = [&](std::int64_t size, DType dtype = DType::F32) {
     return group != nullptr ? collective_tensor(*group, {size}, target(), dtype)
                             : Tensor({size}, target(), dtype);
@@ -99,9 +100,9 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
     // Expanding a full bf16 copy needs no communication to overlap: one buffer is enough.
     const std::size_t buffers = sliced_compute ? gather_buffers : 1;
     for (std::size_t b = 0; b < buffers; ++b) {
-      gathered_.push_back(Tensor({largest_unpinned_unit()}, target()));
+      gathered_.push_back(communicated(largest_unpinned_unit()));
       if (mixed_ && sliced_compute) {
-        staged_.push_back(Tensor({largest_unpinned_unit()}, target(), DType::BF16));
+        staged_.push_back(communicated(largest_unpinned_unit(), DType::BF16));
       }
     }
     held_unit_.assign(buffers, kNone);

@@ -86,8 +86,9 @@ class ParamStore {
  public:
   // Adopts the walk's parameters (on ctx.target) for rank `rank` of `ranks`.
   // value_dtype: F32, or BF16 for mixed precision (above). `group`, when given, is the group
-  // whose collectives read the values, the bf16 copy and the gradients: those buffers come from
-  // its shared memory (collective_tensor.hpp), and the constructor is collective over it.
+  // whose collectives move the values, the bf16 copy and the gradients: those buffers (and the
+  // gather buffers) come from its shared memory (collective_tensor.hpp), and the constructor is
+  // collective over it.
   ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks, const Context& ctx,
              std::int64_t alignment = 32, std::int64_t persist_below = 0,
              std::size_t gather_buffers = 1, DType value_dtype = DType::F32,
