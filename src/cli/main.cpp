@@ -208,7 +208,8 @@ int main(int argc, char** argv) {
   std::optional<noeira::dist::MpiRuntime> mpi;
   auto fail = [&](const char* what) {
     std::cout.flush();
-    std::cerr << "noeira: error: " << what << '\n';
+    // One write: the ranks of a job share the terminal, and pieces of their lines would mix.
+    std::cerr << (std::string("noeira: error: ") + what + '\n') << std::flush;
     if (mpi && mpi->world_size() > 1) {
       std::cerr.flush();
       MPI_Abort(MPI_COMM_WORLD, 1);
