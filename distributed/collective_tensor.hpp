@@ -12,9 +12,7 @@ namespace noeira::dist {
 inline Tensor collective_tensor(ProcessGroup& group, Shape shape, Target target,
                                 DType dtype = DType::F32) {
   if (target == group.buffer_target()) {
-    // Whole 4-byte words, as every tensor's storage (tensor.cpp's storage_bytes).
-    const std::size_t bytes =
-        (static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype) + 3) / 4 * 4;
+    const std::size_t bytes = storage_bytes(shape_numel(shape), dtype);
     if (std::shared_ptr<void> memory = group.shared_memory(bytes)) {
       return Tensor(std::move(shape), target, dtype, std::move(memory), bytes);
     }

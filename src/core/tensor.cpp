@@ -41,12 +41,17 @@ struct ByteAccount {
 
 }  // namespace detail
 
-namespace {
-
-// The storage for `numel` elements: rounded up to whole floats, so that fill() can zero any dtype.
 std::size_t storage_bytes(std::int64_t numel, DType dtype) {
   const std::size_t bytes = static_cast<std::size_t>(numel) * dtype_size(dtype);
   return (bytes + 3) / 4 * 4;
+}
+
+namespace {
+
+void check_dimensions(const Shape& shape) {
+  for (std::int64_t d : shape) {
+    NOEIRA_CHECK(d >= 0, "negative dimension in shape ", shape_string(shape));
+  }
 }
 
 std::size_t target_index(Target target) {
@@ -116,18 +121,14 @@ Storage::~Storage() {
 
 Tensor::Tensor(Shape shape, Target target, DType dtype)
     : shape_(std::move(shape)), dtype_(dtype), target_(target) {
-  for (std::int64_t d : shape_) {
-    NOEIRA_CHECK(d >= 0, "negative dimension in shape ", shape_string(shape_));
-  }
+  check_dimensions(shape_);
   storage_ = std::make_shared<Storage>(target_, storage_bytes(numel(), dtype_));
 }
 
 Tensor::Tensor(Shape shape, Target target, DType dtype, std::shared_ptr<void> memory,
                std::size_t memory_bytes)
     : shape_(std::move(shape)), dtype_(dtype), target_(target) {
-  for (std::int64_t d : shape_) {
-    NOEIRA_CHECK(d >= 0, "negative dimension in shape ", shape_string(shape_));
-  }
+  check_dimensions(shape_);
   const std::size_t bytes = storage_bytes(numel(), dtype_);
   NOEIRA_CHECK(bytes <= memory_bytes, "a tensor of shape ", shape_string(shape_), " in ",
                to_string(dtype_), " needs ", bytes, " bytes; the memory given holds ",

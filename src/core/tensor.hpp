@@ -16,6 +16,9 @@ using Shape = std::vector<std::int64_t>;
 
 std::int64_t shape_numel(const Shape& shape);
 std::string shape_string(const Shape& shape);
+// The bytes of storage a tensor of `numel` elements takes: rounded up to whole floats, so that
+// fill() can zero any dtype.
+std::size_t storage_bytes(std::int64_t numel, DType dtype);
 
 // Tensor storage bytes the calling thread allocated on a target and has not freed yet, and the
 // most it held since reset_peak_tensor_bytes: a rank's tensor memory, since a rank is one thread
