@@ -28,6 +28,20 @@ struct SharedSums::Counters {
   alignas(64) OpHeader header;
 };
 
+namespace {
+
+// Frees a window of map_window() (collective), unless this rank is failing (its peers are not
+// freeing it) or MPI is gone. Errors here cannot be reported.
+void free_window(MPI_Win& win) {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized || std::uncaught_exceptions() > 0) return;
+  MPI_Win_unlock_all(win);
+  MPI_Win_free(&win);
+}
+
+}  // namespace
+
 // A window of memory every rank maps; its own bytes are the buffers a rank's tensors take.
 struct SharedSums::Block {
   MPI_Win win = MPI_WIN_NULL;
@@ -38,15 +52,8 @@ struct SharedSums::Block {
   Block() = default;
   Block(const Block&) = delete;
   Block& operator=(const Block&) = delete;
-  ~Block() {
-    // Collective: the last tensor on it goes at the same point on every rank. Not while a rank
-    // is failing (its peers are not freeing it) or after MPI is gone.
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (finalized || std::uncaught_exceptions() > 0) return;
-    MPI_Win_unlock_all(win);
-    MPI_Win_free(&win);
-  }
+  // Collective: the last tensor on it goes at the same point on every rank.
+  ~Block() { free_window(win); }
 };
 
 namespace {
@@ -199,11 +206,7 @@ SharedSums::SharedSums(MPI_Win win, MPI_Comm comm, int rank, int size, std::size
 
 SharedSums::~SharedSums() {
   if (registered_) progress_.remove(this);
-  // Collective: every rank frees the window at the group's end, unless it is failing (its peers
-  // are not). Errors here cannot be reported.
-  if (std::uncaught_exceptions() > 0) return;
-  MPI_Win_unlock_all(win_);
-  MPI_Win_free(&win_);
+  free_window(win_);  // every rank at the group's end
 }
 
 // --- The ops ---------------------------------------------------------------------------------
@@ -293,15 +296,17 @@ std::unique_ptr<WorkImpl> SharedSums::start(const CollectiveCall& call) {
   const std::size_t bytes = gather ? call.out.bytes() : call.in.bytes();
   const bool small_allreduce =
       call.kind == Collective::AllReduce && call.in.bytes() < kSmallAllreduceBytes;
-  for (const std::weak_ptr<Block>& weak : blocks_) {
-    std::shared_ptr<Block> block = weak.lock();
-    if (!block || small_allreduce || bytes == 0) continue;
-    const char* mine = block->bases[static_cast<std::size_t>(rank_)];
-    const std::size_t size = block->sizes[static_cast<std::size_t>(rank_)];
-    if (shared >= mine && shared + bytes <= mine + size) {
-      op->block = std::move(block);
-      op->offset = static_cast<std::size_t>(shared - mine);
-      break;
+  if (!small_allreduce && bytes > 0) {
+    for (const std::weak_ptr<Block>& weak : blocks_) {
+      std::shared_ptr<Block> block = weak.lock();
+      if (!block) continue;
+      const char* mine = block->bases[static_cast<std::size_t>(rank_)];
+      const std::size_t size = block->sizes[static_cast<std::size_t>(rank_)];
+      if (shared >= mine && shared + bytes <= mine + size) {
+        op->block = std::move(block);
+        op->offset = static_cast<std::size_t>(shared - mine);
+        break;
+      }
     }
   }
   queue_.push_back(op);
