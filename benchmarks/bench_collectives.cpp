@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/collective_tensor.hpp"
 #include "distributed/comm_volume.hpp"
 #include "distributed/mpi_process_group.hpp"
 
@@ -69,18 +70,15 @@ struct Case {
   std::vector<float> input;     // pristine inputs of this rank
   std::span<float> in, out;     // working buffers (allreduce: in place in `out`)
   std::vector<float> expected;  // the exact result in `out`
-  std::vector<std::shared_ptr<void>> memory;  // in's and out's
+  std::vector<noeira::Tensor> memory;  // in's and out's
   std::function<void()> ours, raw;
 
   // n floats of working buffer: from the group's shared memory when `shared` and it has some.
   std::span<float> buffer(ProcessGroup& pg, std::size_t n, bool shared) {
-    std::shared_ptr<void> m = shared ? pg.shared_memory(n * sizeof(float)) : nullptr;
-    if (m == nullptr) {
-      auto v = std::make_shared<std::vector<float>>(n);
-      m = std::shared_ptr<void>(v, v->data());
-    }
-    memory.push_back(m);
-    return {static_cast<float*>(m.get()), n};
+    const noeira::Shape shape{static_cast<std::int64_t>(n)};
+    memory.push_back(shared ? collective_tensor(pg, shape, noeira::Target::Cpu)
+                            : noeira::Tensor(shape, noeira::Target::Cpu));
+    return {memory.back().data(), n};
   }
 
   // Every input written again by its rank before each op, as training writes its gradients and

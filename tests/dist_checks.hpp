@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "distributed/collective_tensor.hpp"
 #include "distributed/process_group.hpp"
 #include "kernels/bf16_math.hpp"
 
@@ -38,17 +39,16 @@ T value(int rank, std::int64_t i) {
 // group without any gives ordinary memory for both).
 enum class Memory : std::uint8_t { Private, Shared };
 
-// n elements of T, each `fill`, in `memory`. Allocating one is collective when Shared.
+// n elements of T in host memory, each `fill`, in `memory`. Allocating one is collective when
+// Shared.
 template <class T>
 class OpBuffer {
  public:
-  OpBuffer(ProcessGroup& pg, std::size_t n, Memory memory, T fill = T{}) {
-    if (memory == Memory::Shared) owner_ = pg.shared_memory(std::max<std::size_t>(1, n * sizeof(T)));
-    if (owner_ == nullptr) {
-      auto v = std::make_shared<std::vector<T>>(std::max<std::size_t>(1, n));
-      owner_ = std::shared_ptr<void>(v, v->data());
-    }
-    span_ = {static_cast<T*>(owner_.get()), n};
+  OpBuffer(ProcessGroup& pg, std::size_t n, Memory memory, T fill = T{})
+      : tensor_(memory == Memory::Shared
+                    ? collective_tensor(pg, {static_cast<std::int64_t>(n)}, Target::Cpu, dtype_of<T>)
+                    : Tensor({static_cast<std::int64_t>(n)}, Target::Cpu, dtype_of<T>)),
+        span_(tensor_.as<T>(), n) {
     std::fill(span_.begin(), span_.end(), fill);
   }
   std::span<T> span() const { return span_; }
@@ -58,7 +58,7 @@ class OpBuffer {
   std::vector<T> to_vector() const { return {span_.begin(), span_.end()}; }
 
  private:
-  std::shared_ptr<void> owner_;
+  Tensor tensor_;
   std::span<T> span_;
 };
 
