@@ -1,6 +1,8 @@
-// OpenBLAS sgemm throughput at the shapes one training step of the `mlp` preset runs (batch 100,
-// 784-256-128-10), and at 1024^3 for the machine's peak. benchmarks/compare_pytorch.sh turns these
-// rates into the GEMM-bound limit of an epoch. At 1024^3 also the two ways to bf16 products
+// Matrix product throughput at the shapes one training step of the `mlp` preset runs (batch 100,
+// 784-256-128-10), and at 1024^3 for the machine's peak: OpenBLAS's sgemm (the machine's sgemm
+// rate every benchmark quotes) beside noeira's fp32 product (kernels/cpu/gemm.hpp: oneDNN's
+// matmul unless built with -DNOEIRA_CPU_PRODUCTS=openblas), the library the training runs on.
+// benchmarks/compare_pytorch.sh turns these rates into the GEMM-bound limit of an epoch. At 1024^3 also the two ways to bf16 products
 // (--precision bf16, benchmarks/mixed_precision.sh): noeira's (kernels/cpu/gemm.hpp: operands
 // converted to bf16, oneDNN's bf16 matmul), and rounding the operands to bfloat16 values held in
 // fp32 around OpenBLAS's sgemm, which Debian's OpenBLAS (no sbgemm) would leave.
@@ -51,10 +53,17 @@ struct Operands {
   }
 };
 
-void run(const Shape& s, Operands& o) {
+enum class Library { OpenBlas, Noeira };
+
+void run(const Shape& s, Operands& o, Library library = Library::OpenBlas) {
   // Row-major leading dimensions of op(A) [m,k] and op(B) [k,n] as stored.
   const int lda = s.ta == CblasNoTrans ? s.k : s.m;
   const int ldb = s.tb == CblasNoTrans ? s.n : s.k;
+  if (library == Library::Noeira) {
+    noeira::cpu::gemm(noeira::Precision::Fp32, s.ta == CblasTrans, s.tb == CblasTrans, s.m, s.n,
+                      s.k, 1.0f, o.a.data(), lda, o.b.data(), ldb, 0.0f, o.c.data(), s.n);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, s.ta, s.tb, s.m, s.n, s.k, 1.0f, o.a.data(), lda, o.b.data(), ldb,
               0.0f, o.c.data(), s.n);
 }
@@ -65,21 +74,25 @@ void set_counters(benchmark::State& state, double flop_per_iter) {
   state.counters["flop_per_iter"] = flop_per_iter;
 }
 
-void BM_MlpGemm(benchmark::State& state) {
+void BM_MlpGemm(benchmark::State& state, Library library) {
   const Shape& s = kStep[state.range(0)];
   Operands o(s);
   for (auto _ : state) {
-    run(s, o);
+    run(s, o, library);
     benchmark::DoNotOptimize(o.c.data());
     benchmark::ClobberMemory();
   }
   set_counters(state, 2.0 * s.m * s.n * s.k);
   state.SetLabel(std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k));
 }
-BENCHMARK(BM_MlpGemm)->DenseRange(0, 7)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MlpGemm, sgemm, Library::OpenBlas)
+    ->DenseRange(0, 7)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MlpGemm, products, Library::Noeira)
+    ->DenseRange(0, 7)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // All GEMMs of one step back to back: the step's GEMM time, and its flop-weighted rate.
-void BM_MlpStepGemms(benchmark::State& state) {
+// BM_MlpStepGemms through OpenBLAS, BM_MlpStepProducts through noeira's products.
+void mlp_step(benchmark::State& state, Library library) {
   std::vector<Operands> ops;
   double flop = 0.0;
   for (const Shape& s : kStep) {
@@ -87,23 +100,29 @@ void BM_MlpStepGemms(benchmark::State& state) {
     flop += 2.0 * s.m * s.n * s.k;
   }
   for (auto _ : state) {
-    for (std::size_t i = 0; i < std::size(kStep); ++i) run(kStep[i], ops[i]);
+    for (std::size_t i = 0; i < std::size(kStep); ++i) run(kStep[i], ops[i], library);
     benchmark::ClobberMemory();
   }
   set_counters(state, flop);
 }
+void BM_MlpStepGemms(benchmark::State& state) { mlp_step(state, Library::OpenBlas); }
+void BM_MlpStepProducts(benchmark::State& state) { mlp_step(state, Library::Noeira); }
 BENCHMARK(BM_MlpStepGemms)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_MlpStepProducts)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-void BM_Sgemm1024(benchmark::State& state) {
+void product_1024(benchmark::State& state, Library library) {
   const Shape s{CblasNoTrans, CblasNoTrans, 1024, 1024, 1024};
   Operands o(s);
   for (auto _ : state) {
-    run(s, o);
+    run(s, o, library);
     benchmark::ClobberMemory();
   }
   set_counters(state, 2.0 * 1024 * 1024 * 1024);
 }
+void BM_Sgemm1024(benchmark::State& state) { product_1024(state, Library::OpenBlas); }
+void BM_Fp32Product1024(benchmark::State& state) { product_1024(state, Library::Noeira); }
 BENCHMARK(BM_Sgemm1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Fp32Product1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_Bf16Gemm1024(benchmark::State& state) {
   const Shape s{CblasNoTrans, CblasNoTrans, 1024, 1024, 1024};

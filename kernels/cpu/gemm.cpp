@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <map>
+#include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <unordered_map>
@@ -20,15 +21,27 @@ namespace {
 
 int as_blas_int(std::int64_t v) { return static_cast<int>(v); }
 
-// What makes two products one primitive. The operands are packed (their rows contiguous) before
-// oneDNN sees them, so lda and ldb are not part of it; ldc is.
-using ProductShape = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t,
-                                std::int64_t, float, float>;
+#ifdef NOEIRA_FP32_PRODUCTS_OPENBLAS
+constexpr bool kFp32ProductsOnOneDnn = false;
+#else
+constexpr bool kFp32ProductsOnOneDnn = true;
+#endif
+
+// What makes two products one primitive: the element type, the shape, the operands' and the
+// result's row strides, alpha and beta, and the threads it runs on (a primitive splits its work
+// by the thread count it was built for; see kernels/cpu/onednn.hpp).
+struct ProductKey {
+  bool bf16, trans_a, trans_b;
+  std::int64_t m, n, k, lda, ldb, ldc;
+  float alpha, beta;
+  int threads;
+  auto operator<=>(const ProductKey&) const = default;
+};
 
 // A primitive with its arguments: memory objects made once, their data handles set per call, so
 // that a call allocates nothing (a dnnl::memory and the argument map cost a few allocations each,
 // which showed in small models' steps).
-struct Bf16Product {
+struct KeptProduct {
   dnnl::matmul primitive;
   dnnl::memory::desc scratchpad;
   dnnl::memory a, b, c, scratch;
@@ -40,10 +53,10 @@ struct Bf16Product {
 // end (oneDNN's own primitive cache makes a rebuilt shape cheap).
 constexpr std::size_t kKeptProducts = 256;
 
-// One thread's state: the conversion buffers grow to the largest operand it has seen.
+// One thread's state: the bf16 conversion buffers grow to the largest operand it has seen.
 struct ThreadGemm {
   dnnl::stream stream{onednn_engine()};
-  std::map<ProductShape, Bf16Product> products;
+  std::map<ProductKey, KeptProduct> products;
   std::vector<std::uint16_t> a16, b16;
   std::vector<std::uint8_t> scratchpad;
 };
@@ -53,26 +66,26 @@ ThreadGemm& thread_gemm() {
   return state;
 }
 
-Bf16Product make_product(const ProductShape& shape) {
+KeptProduct make_product(const ProductKey& key) {
   using dnnl::memory;
-  const auto [trans_a, trans_b, m, n, k, ldc, alpha, beta] = shape;
-  // Packed operands keep their stored orientation; the strides transpose them.
-  const memory::desc a({m, k}, memory::data_type::bf16,
-                       trans_a ? memory::dims{1, m} : memory::dims{k, 1});
-  const memory::desc b({k, n}, memory::data_type::bf16,
-                       trans_b ? memory::dims{1, k} : memory::dims{n, 1});
-  const memory::desc c({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
+  const memory::data_type operands = key.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  // Operands keep their stored orientation; the strides transpose them.
+  const memory::desc a({key.m, key.k}, operands,
+                       key.trans_a ? memory::dims{1, key.lda} : memory::dims{key.lda, 1});
+  const memory::desc b({key.k, key.n}, operands,
+                       key.trans_b ? memory::dims{1, key.ldb} : memory::dims{key.ldb, 1});
+  const memory::desc c({key.m, key.n}, memory::data_type::f32, memory::dims{key.ldc, 1});
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-  if (beta != 0.0f) {
+  if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
+  if (key.beta != 0.0f) {
     dnnl::post_ops sum;
-    sum.append_sum(beta);
+    sum.append_sum(key.beta);
     attr.set_post_ops(sum);
   }
   const dnnl::engine& engine = onednn_engine();
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine);
-  Bf16Product p;
+  KeptProduct p;
   p.primitive = dnnl::matmul(pd);
   p.scratchpad = pd.scratchpad_desc();
   p.a = memory(a, engine, nullptr);
@@ -102,23 +115,40 @@ void pack_bf16(std::vector<std::uint16_t>& dst, const float* src, std::int64_t r
   }
 }
 
-void bf16_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-               float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-               float beta, float* c, std::int64_t ldc) {
+// The product through a kept oneDNN matmul. Bf16: the operands are first rounded into this
+// thread's packed buffers (their rows contiguous). Inside a parallel region the primitive is
+// built and run for the calling thread alone.
+void onednn_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+                 std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
+                 std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
   ThreadGemm& t = thread_gemm();
-  pack_bf16(t.a16, a, trans_a ? k : m, trans_a ? m : k, lda);
-  pack_bf16(t.b16, b, trans_b ? n : k, trans_b ? k : n, ldb);
-  const ProductShape shape{trans_a, trans_b, m, n, k, ldc, alpha, beta};
-  auto found = t.products.find(shape);
+  const bool bf16 = precision == Precision::Bf16;
+  const void* a_data = a;
+  const void* b_data = b;
+  if (bf16) {
+    pack_bf16(t.a16, a, trans_a ? k : m, trans_a ? m : k, lda);
+    pack_bf16(t.b16, b, trans_b ? n : k, trans_b ? k : n, ldb);
+    lda = trans_a ? m : k;
+    ldb = trans_b ? k : n;
+    a_data = t.a16.data();
+    b_data = t.b16.data();
+  }
+  const bool nested = omp_in_parallel();
+  const ProductKey key{bf16, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta,
+                       nested ? 1 : omp_get_max_threads()};
+  std::optional<OneThreadScope> one_thread;
+  if (nested) one_thread.emplace();
+  auto found = t.products.find(key);
   if (found == t.products.end()) {
     if (t.products.size() >= kKeptProducts) t.products.clear();
-    found = t.products.emplace(shape, make_product(shape)).first;
+    found = t.products.emplace(key, make_product(key)).first;
   }
-  Bf16Product& p = found->second;
+  KeptProduct& p = found->second;
   if (t.scratchpad.size() < p.scratchpad.get_size()) t.scratchpad.resize(p.scratchpad.get_size());
-  // The memory objects share their handles with the argument map's copies.
-  p.a.set_data_handle(t.a16.data());
-  p.b.set_data_handle(t.b16.data());
+  // The memory objects share their handles with the argument map's copies; oneDNN only reads
+  // the operands.
+  p.a.set_data_handle(const_cast<void*>(a_data));
+  p.b.set_data_handle(const_cast<void*>(b_data));
   p.c.set_data_handle(c);
   p.scratch.set_data_handle(t.scratchpad.data());
   p.primitive.execute(t.stream, p.args);
@@ -130,7 +160,8 @@ void bf16_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::
 void gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
           std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
           std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
-  if (precision == Precision::Fp32 || k <= 0) {  // k = 0: C = beta · C, which sgemm does
+  const bool openblas = precision == Precision::Fp32 && !kFp32ProductsOnOneDnn;
+  if (openblas || k <= 0) {  // k = 0: C = beta · C, which sgemm does
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, as_blas_int(m), as_blas_int(n),
                 as_blas_int(k), alpha, a, as_blas_int(lda), b, as_blas_int(ldb), beta, c,
@@ -139,11 +170,13 @@ void gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::
   }
   if (m <= 0 || n <= 0) return;
   try {
-    bf16_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    onednn_gemm(precision, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   } catch (const dnnl::error& e) {
-    throw Error(::noeira::detail::concat("bf16 matrix product ", m, "x", n, "x", k,
-                                         " (oneDNN): ", e.what()));
+    throw Error(::noeira::detail::concat(to_string(precision), " matrix product ", m, "x", n,
+                                         "x", k, " (oneDNN): ", e.what()));
   }
 }
+
+const char* products_library() { return kFp32ProductsOnOneDnn ? "oneDNN" : "OpenBLAS"; }
 
 }  // namespace noeira::cpu

@@ -27,6 +27,7 @@
 #include "io/params_file.hpp"
 #include "core/scratch_arena.hpp"
 #include "kernels/cpu/blas_core.hpp"
+#include "kernels/cpu/gemm.hpp"
 #include "train/model_description.hpp"
 #include "train/presets.hpp"
 #include "train/run_data.hpp"
@@ -364,6 +365,8 @@ TrainOutcome run_train(const TrainConfig& given) {
                                    ", threads per rank ", threads,
                                    // MPI: a process per rank; else every rank in this one
                                    oversubscription(mpi ? threads : world * threads),
+                                   target == Target::Cpu ? ", products " : "",
+                                   target == Target::Cpu ? cpu::products_library() : "",
                                    target == Target::Cpu ? ", OpenBLAS kernels " : "",
                                    target == Target::Cpu ? cpu::blas_core() : std::string()));
       progress.note(detail::concat(
