@@ -224,7 +224,6 @@ struct SharedSums::Op {
   std::int64_t at = 0;  // first element (of the per-rank count) of the current chunk
   Phase phase = Phase::Begin;
   std::uint64_t epoch = 0;  // of the current chunk; in place, of the first
-  bool folded = false;      // in place: the chunk at `at` is folded, its copy not yet done
   bool done = false;
 };
 
@@ -418,62 +417,40 @@ bool SharedSums::step(Op& op) {
   return true;
 }
 
-// Every rank reads its peers' inputs where they lie (an all-gather writes its input into the
-// peers' outputs instead): no copy in, and an allreduce copies the folded slices straight out of
-// the peers' buffers. An allreduce goes chunk by chunk (each rank folding a region's worth of its
-// slice), so that the folded slices are still in cache when the peers copy them; a chunk's copy
-// waits only for that chunk's `reduced`, since every input was there from the start. Since a
-// peer reads (or writes) this rank's buffer until it raises `released`, the op completes only
-// when every peer has. The op takes one epoch per chunk (one for a reduce-scatter or an
-// all-gather), as many on every rank.
+// Every rank reads its peers' inputs where they lie and writes the results where they go: no
+// copy in, no copy out. A reduce-scatter folds this rank's segment from the peers' inputs; an
+// all-gather writes this rank's input into every peer's output; an allreduce folds this rank's
+// slice over its own buffer and writes it into the same slice of every peer's buffer (pushed),
+// chunk by chunk (each rank folding a region's worth of its slice), so that the folded slice is
+// still in cache when it is pushed. No rank waits for another in between: only this rank reads
+// the peers' buffers at its slice, and only its owner reads a rank's buffer at its own slice, so
+// the push overwrites nothing anyone still reads. Since a peer reads or writes this rank's buffer
+// until it raises `released`, the op completes only when every peer has. One epoch per op.
 bool SharedSums::step_in_place(Op& op) {
-  const bool all = op.call.kind == Collective::AllReduce;
-  const std::int64_t chunk = all ? chunk_in_place(op) : std::max<std::int64_t>(1, op.call.count);
-  const auto chunks = static_cast<std::uint64_t>((op.call.count + chunk - 1) / chunk);
   if (op.phase == Phase::Begin) {
     if (!all_reached(&Counters::released, epoch_)) return false;
-    op.epoch = epoch_ + 1;
-    epoch_ += chunks;
+    op.epoch = ++epoch_;
     publish_header(op);
     raise(&Counters::arrived, op.epoch);
     op.phase = Phase::Arrived;
   }
-  const std::uint64_t last = op.epoch + chunks - 1;
-  switch (op.phase) {
-    case Phase::Begin:
-    case Phase::Arrived:
-      if (!all_reached(&Counters::arrived, op.epoch)) return false;
-      check_headers(op);
-      if (!all) {
-        fold_in_place(op, 0, op.call.count);
-        raise(&Counters::released, last);
-        op.phase = Phase::Released;
-        return all_reached(&Counters::released, last);
+  if (op.phase == Phase::Arrived) {
+    if (!all_reached(&Counters::arrived, op.epoch)) return false;
+    check_headers(op);
+    if (op.call.kind == Collective::AllReduce) {
+      const std::int64_t chunk = chunk_in_place(op);
+      for (std::int64_t at = 0; at < op.call.count; at += chunk) {
+        const std::int64_t n = std::min(chunk, op.call.count - at);
+        fold_in_place(op, at, n);
+        push_in_place(op, at, n);
       }
-      op.phase = Phase::Reduced;
-      op.folded = false;
-      [[fallthrough]];
-    case Phase::Reduced:
-      while (op.at < op.call.count) {
-        const std::int64_t n = std::min(chunk, op.call.count - op.at);
-        const std::uint64_t epoch = op.epoch + static_cast<std::uint64_t>(op.at / chunk);
-        if (!op.folded) {
-          fold_in_place(op, op.at, n);
-          raise(&Counters::reduced, epoch);
-          op.folded = true;
-        }
-        if (!all_reached(&Counters::reduced, epoch)) return false;
-        copy_out_in_place(op, op.at, n);
-        op.at += n;
-        op.folded = false;
-      }
-      raise(&Counters::released, last);
-      op.phase = Phase::Released;
-      [[fallthrough]];
-    case Phase::Released:
-      return all_reached(&Counters::released, last);
+    } else {
+      fold_in_place(op, 0, op.call.count);
+    }
+    raise(&Counters::released, op.epoch);
+    op.phase = Phase::Released;
   }
-  return false;
+  return all_reached(&Counters::released, op.epoch);
 }
 
 std::int64_t SharedSums::chunk_in_place(const Op& op) const {
@@ -528,16 +505,16 @@ void SharedSums::fold_in_place(const Op& op, std::int64_t at, std::int64_t n) {
   throw Error(detail::concat("shared-memory collectives: no ", to_string(op.call.kind)));
 }
 
-// The allreduce chunk's last phase: every peer's folded slice, out of the peer's own buffer.
-void SharedSums::copy_out_in_place(const Op& op, std::int64_t at, std::int64_t n) {
+// This rank's folded slice of the chunk, into every peer's buffer.
+void SharedSums::push_in_place(const Op& op, std::int64_t at, std::int64_t n) {
   const std::size_t elem = dtype_size(op.call.out.dtype);
-  char* out = static_cast<char*>(op.call.out.data);
+  const Range mine = even_part(n, size_, rank_);
+  const std::size_t from = static_cast<std::size_t>(at + mine.begin) * elem;
+  const char* folded = static_cast<const char*>(op.call.out.data) + from;
   for (int q = 0; q < size_; ++q) {
     if (q == rank_) continue;
-    const Range theirs = even_part(n, size_, q);
-    const std::size_t from = static_cast<std::size_t>(at + theirs.begin) * elem;
-    std::memcpy(out + from, peer_buffer(op, static_cast<std::size_t>(q)) + from,
-                static_cast<std::size_t>(theirs.size()) * elem);
+    std::memcpy(peer_buffer(op, static_cast<std::size_t>(q)) + from, folded,
+                static_cast<std::size_t>(mine.size()) * elem);
   }
 }
 

@@ -26,12 +26,14 @@
 // In place: a buffer from allocate() (the group's shared_memory) is memory every peer maps. An
 // allreduce (from 16 KiB) or a reduce-scatter whose input lies in such a buffer on every rank, or
 // an all-gather whose output does, moves without the regions: each rank folds its slice
-// (allreduce) or segment (reduce-scatter) straight from the peers' inputs, an allreduce copies
-// the peers' folded slices out of their buffers, and an all-gather writes each rank's input into
-// every rank's output (pushed, so that a rank's parameters stay in its own cache for the
-// optimizer's next writes): the data crosses memory twice instead of three times (once for a
-// reduce-scatter or an all-gather), in the same rank order. The op completes only once every peer
-// has raised `released`, since until then a peer may still read this rank's buffer. The ranks
+// (allreduce) or segment (reduce-scatter) straight from the peers' inputs, and writes what goes
+// to the peers straight into their buffers: an allreduce its folded slice, an all-gather its
+// input (pushed both: measured against the peers pulling them, the allreduce took 41 against
+// 61 µs at 1 MiB on 2 ranks, and a rank's parameters stay in its own cache for the optimizer's
+// next writes). The data crosses memory twice instead of three times (once for a reduce-scatter
+// or an all-gather), in the same rank order, and no rank waits for another between the fold and
+// the push. The op completes only once every peer has raised `released`, since until then a
+// peer may still read or write this rank's buffer. The ranks
 // publish each op (sequence, kind, type, count, block and where in it their input lies) before
 // they read anything, so that a rank whose input is not in the block where its peers' are fails
 // with a message naming it instead of reading a wrong place.
@@ -115,7 +117,7 @@ class SharedSums final : public PhasedOp {
   std::int64_t chunk_in_place(const Op& op) const;
   char* peer_buffer(const Op& op, std::size_t rank) const;
   void fold_in_place(const Op& op, std::int64_t at, std::int64_t n);
-  void copy_out_in_place(const Op& op, std::int64_t at, std::int64_t n);
+  void push_in_place(const Op& op, std::int64_t at, std::int64_t n);
 
   friend class SharedWork;
 
