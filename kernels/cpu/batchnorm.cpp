@@ -1,12 +1,11 @@
 // Batch normalization on the CPU: one channel per iteration (channels in parallel), each
-// channel's values summed in double into kLanes fixed lanes (pixel p of every plane into lane
-// p % kLanes, rows in order) that are added in lane order at the end. So nothing depends on the
-// thread count or the vector width, and the sums vectorize: one running sum was a chain of
-// dependent double adds, 17 % of a resnet20 step. The formulas are kernels/batchnorm_math.hpp's.
-#include <utility>
+// channel's values summed in fixed lanes (kernels/cpu/lane_sums.hpp; every plane a run, rows in
+// order). So nothing depends on the thread count or the vector width. The formulas are
+// kernels/batchnorm_math.hpp's.
 
 #include "kernels/batchnorm_math.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/lane_sums.hpp"
 #include "kernels/cpu/vector_isa.hpp"
 
 namespace noeira::cpu {
@@ -25,58 +24,25 @@ void store(GradMode mode, float& out, float value) {
   out = mode == GradMode::Accumulate ? out + value : value;
 }
 
-// Four AVX-512 vectors of doubles: four independent chains of adds, so that their latency hides.
-constexpr std::int64_t kLanes = 32;
-
-// Two sums of one channel, lane by lane.
-struct LaneSums {
-  double first[kLanes] = {};
-  double second[kLanes] = {};
-
-  // Adds terms(p) = {to first, to second} for pixels [0, pixels) of one plane.
-  template <class Terms>
-  void add_plane(std::int64_t pixels, const Terms& terms) {
-    const std::int64_t whole = pixels - pixels % kLanes;
-    for (std::int64_t p = 0; p < whole; p += kLanes) {
-      for (std::int64_t l = 0; l < kLanes; ++l) {
-        const auto [a, b] = terms(p + l);
-        first[l] += a;
-        second[l] += b;
-      }
-    }
-    for (std::int64_t p = whole; p < pixels; ++p) {
-      const auto [a, b] = terms(p);
-      first[p - whole] += a;
-      second[p - whole] += b;
-    }
-  }
-
-  static double total(const double* lanes) {
-    double sum = 0.0;
-    for (std::int64_t l = 0; l < kLanes; ++l) sum += lanes[l];
-    return sum;
-  }
-};
-
 }  // namespace
 
 void batchnorm_moments(Stream, double* moments, const float* x, bool counted, std::int64_t rows,
                        std::int64_t channels, std::int64_t pixels) {
   parallel_for_channels(channels, rows * channels * pixels, [&](std::int64_t c) {
-    LaneSums sums;
+    LaneSums<2> sums;
     if (counted) {
       with_vector_isa([&] {
         for (std::int64_t r = 0; r < rows; ++r) {
           const float* __restrict xc = x + (r * channels + c) * pixels;
-          sums.add_plane(pixels, [&](std::int64_t p) {
+          sums.add(pixels, [&](std::int64_t p) {
             const double v = xc[p];
-            return std::pair{v, v * v};
+            return std::array{v, v * v};
           });
         }
       });
     }
-    moments[c] = LaneSums::total(sums.first);
-    moments[channels + c] = LaneSums::total(sums.second);
+    moments[c] = sums.total(0);
+    moments[channels + c] = sums.total(1);
   });
   moments[2 * channels] = counted ? static_cast<double>(rows * pixels) : 0.0;
 }
@@ -131,21 +97,21 @@ void batchnorm_grad_sums(Stream, double* grad_sums, const float* dy, const float
   parallel_for_channels(channels, rows * channels * pixels, [&](std::int64_t c) {
     const float m = mean[c];
     const float rs = rstd[c];
-    LaneSums sums;
+    LaneSums<2> sums;
     with_vector_isa([&] {
       for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t o = (r * channels + c) * pixels;
         const float* __restrict xp = x + o;
         const float* __restrict dyp = dy + o;
-        sums.add_plane(pixels, [&](std::int64_t p) {
+        sums.add(pixels, [&](std::int64_t p) {
           const float xhat = (xp[p] - m) * rs;
           const double d = dyp[p];
-          return std::pair{d, d * xhat};
+          return std::array{d, d * xhat};
         });
       }
     });
-    grad_sums[c] = LaneSums::total(sums.first);
-    grad_sums[channels + c] = LaneSums::total(sums.second);
+    grad_sums[c] = sums.total(0);
+    grad_sums[channels + c] = sums.total(1);
   });
 }
 

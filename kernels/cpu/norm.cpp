@@ -1,14 +1,18 @@
 // LayerNorm and RMSNorm on the CPU, one skeleton for both: RMSNorm is LayerNorm without the
 // centring (mean == nullptr: the row mean is taken as 0) and without the shift (beta, dbeta ==
 // nullptr). Subtracting a zero mean is exact, so each gets the results of a kernel of its own.
-// Row statistics are summed in double, one row per iteration; gamma and beta gradients are summed
-// over rows in row order (column blocks in parallel), so nothing depends on the thread count.
+// Row statistics are summed in double in fixed lanes (kernels/cpu/lane_sums.hpp), one row per
+// iteration; gamma and beta gradients are summed over rows in row order (column blocks in
+// parallel), so nothing depends on the thread count or the vector width.
 // The element formulas are in kernels/norm_math.hpp.
+#include <array>
 #include <cmath>
 
 #include "kernels/cpu/column_sum.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/lane_sums.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vector_isa.hpp"
 #include "kernels/norm_math.hpp"
 
 namespace noeira::cpu {
@@ -24,27 +28,29 @@ void store(GradMode mode, float& out, float value) {
 void norm_forward(Stream, float* y, float* mean, float* rstd, const float* x, const float* gamma,
                   const float* beta, std::int64_t rows, std::int64_t cols, float eps) {
   parallel_for_rows(rows, cols, [&](std::int64_t r) {
-    const float* xr = x + r * cols;
-    float* yr = y + r * cols;
-    float m = 0.0f;
-    if (mean != nullptr) {
-      // Two passes (mean, then squared deviations): no cancellation for rows with a large mean.
-      double s = 0.0;
-      for (std::int64_t c = 0; c < cols; ++c) s += xr[c];
-      m = static_cast<float>(s / static_cast<double>(cols));
-      mean[r] = m;
-    }
-    double sq = 0.0;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const double d = static_cast<double>(xr[c]) - m;
-      sq += d * d;
-    }
-    const float rs = norm::rstd(static_cast<float>(sq / static_cast<double>(cols)), eps);
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const float v = (xr[c] - m) * rs * gamma[c];
-      yr[c] = beta != nullptr ? v + beta[c] : v;
-    }
-    rstd[r] = rs;
+    with_vector_isa([&] {
+      const float* __restrict xr = x + r * cols;
+      float* __restrict yr = y + r * cols;
+      float m = 0.0f;
+      if (mean != nullptr) {
+        // Two passes (mean, then squared deviations): no cancellation for rows with a large mean.
+        LaneSums<1> s;
+        s.add(cols, [&](std::int64_t c) { return std::array{static_cast<double>(xr[c])}; });
+        m = static_cast<float>(s.total(0) / static_cast<double>(cols));
+        mean[r] = m;
+      }
+      LaneSums<1> sq;
+      sq.add(cols, [&](std::int64_t c) {
+        const double d = static_cast<double>(xr[c]) - m;
+        return std::array{d * d};
+      });
+      const float rs = norm::rstd(static_cast<float>(sq.total(0) / static_cast<double>(cols)), eps);
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const float v = (xr[c] - m) * rs * gamma[c];
+        yr[c] = beta != nullptr ? v + beta[c] : v;
+      }
+      rstd[r] = rs;
+    });
   });
 }
 
@@ -55,16 +61,19 @@ void norm_backward(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta
   parallel_for_column_blocks(rows, cols, [&](std::int64_t c0, std::int64_t c1) {
     double sg[kColumnBlock] = {};
     double sb[kColumnBlock] = {};
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const float* dyr = dy + r * cols;
-      const float* xr = x + r * cols;
-      const float m = mean != nullptr ? mean[r] : 0.0f;
-      for (std::int64_t c = c0; c < c1; ++c) {
-        const float xhat = (xr[c] - m) * rstd[r];
-        sg[c - c0] += static_cast<double>(dyr[c]) * xhat;
-        sb[c - c0] += dyr[c];
+    with_vector_isa([&] {  // across the block's columns: each column's sum keeps its row order
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const float* __restrict dyr = dy + r * cols;
+        const float* __restrict xr = x + r * cols;
+        const float m = mean != nullptr ? mean[r] : 0.0f;
+        const float rs = rstd[r];
+        for (std::int64_t c = c0; c < c1; ++c) {
+          const float xhat = (xr[c] - m) * rs;
+          sg[c - c0] += static_cast<double>(dyr[c]) * xhat;
+          sb[c - c0] += dyr[c];
+        }
       }
-    }
+    });
     for (std::int64_t c = c0; c < c1; ++c) {
       store(mode, dgamma[c], static_cast<float>(sg[c - c0]));
       if (dbeta != nullptr) store(mode, dbeta[c], static_cast<float>(sb[c - c0]));
@@ -77,20 +86,20 @@ void norm_backward(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta
     float* dxr = dx + r * cols;
     const float m = mean != nullptr ? mean[r] : 0.0f;
     const float rs = rstd[r];
-    double sum_g = 0.0;
-    double sum_g_xhat = 0.0;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const float g = dyr[c] * gamma[c];
-      sum_g += g;
-      sum_g_xhat += static_cast<double>(g) * ((xr[c] - m) * rs);
-    }
-    // Without centring the mean of g does not enter the gradient.
-    const float mean_g =
-        mean != nullptr ? static_cast<float>(sum_g / static_cast<double>(cols)) : 0.0f;
-    const float mean_g_xhat = static_cast<float>(sum_g_xhat / static_cast<double>(cols));
-    for (std::int64_t c = 0; c < cols; ++c) {
-      dxr[c] = norm::input_grad(dyr[c] * gamma[c], (xr[c] - m) * rs, rs, mean_g, mean_g_xhat);
-    }
+    with_vector_isa([&] {
+      LaneSums<2> sums;  // Σ g, Σ g · xhat
+      sums.add(cols, [&](std::int64_t c) {
+        const float g = dyr[c] * gamma[c];
+        return std::array{static_cast<double>(g), static_cast<double>(g) * ((xr[c] - m) * rs)};
+      });
+      // Without centring the mean of g does not enter the gradient.
+      const float mean_g =
+          mean != nullptr ? static_cast<float>(sums.total(0) / static_cast<double>(cols)) : 0.0f;
+      const float mean_g_xhat = static_cast<float>(sums.total(1) / static_cast<double>(cols));
+      for (std::int64_t c = 0; c < cols; ++c) {
+        dxr[c] = norm::input_grad(dyr[c] * gamma[c], (xr[c] - m) * rs, rs, mean_g, mean_g_xhat);
+      }
+    });
   });
 }
 
