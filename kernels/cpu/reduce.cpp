@@ -1,12 +1,16 @@
+#include <array>
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "kernels/cpu/lane_sums.hpp"
+#include "kernels/cpu/vector_isa.hpp"
 
 namespace noeira::cpu {
 
 namespace {
-// Fixed-size chunks summed in double, then the chunk sums added in index order: the result is the
-// same for any number of threads, which bit-exact resume and simulated ranks rely on.
+// Fixed-size chunks summed in double (each in fixed lanes, kernels/cpu/lane_sums.hpp), then the
+// chunk sums added in index order: the result is the same for any number of threads and any
+// vector width, which bit-exact resume and simulated ranks rely on.
 constexpr std::int64_t kChunk = 8192;
 
 template <class Term>
@@ -17,9 +21,11 @@ double chunked_sum(std::int64_t n, Term term) {
   for (std::int64_t c = 0; c < chunks; ++c) {
     const std::int64_t begin = c * kChunk;
     const std::int64_t end = begin + kChunk < n ? begin + kChunk : n;
-    double s = 0.0;
-    for (std::int64_t i = begin; i < end; ++i) s += term(i);
-    partial[static_cast<std::size_t>(c)] = s;
+    with_vector_isa([&] {
+      LaneSums<1> s;
+      s.add(end - begin, [&](std::int64_t i) { return std::array{term(begin + i)}; });
+      partial[static_cast<std::size_t>(c)] = s.total(0);
+    });
   }
   double total = 0.0;
   for (double p : partial) total += p;
