@@ -59,6 +59,13 @@ NOEIRA_HD float exp_vectorizable(float x) {
   return exp_in_range(x);
 }
 
+// e^d for d <= 0 (a value minus its row's max; or NaN) in plain arithmetic, exactly 0 where e^d is
+// below the smallest normal float (e^-87.3), as for d = -inf.
+NOEIRA_HD float exp_nonpositive(float d) {
+  const float e = exp_vectorizable(d);
+  return d < -87.3f ? 0.0f : e;
+}
+
 // GELU's tanh form: 0.5·x·(1 + tanh(u)) = x·s with s = 1 / (1 + e^(-2u)), u the inner term;
 // no cancellation for large negative x (1 + tanh(u) computed as 2s), one exponential.
 // Where e^(-2u) passes e^80 (u < -40) s is taken as 0 (it is below 1.8e-35), as tanhf's

@@ -4,7 +4,9 @@
 //   row.size()  the number of columns;
 //   row.sum(f)  Σ_c f(c) in float, returned to every caller;
 //   row.max(f)  max_c f(c), likewise;
-//   row.each(f) calls f(c) for the columns this caller owns.
+//   row.each(f) calls f(c) for the columns this caller owns;
+//   row.exp(d)  e^d for d = x - max <= 0: the backend's exponential (CUDA's expf; on the CPU one
+//               that vectorizes, the same bits in every vector lane).
 // The CPU's SerialRow visits the columns in order on one thread; CUDA's BlockRow spreads them
 // over a block and combines the threads' parts by block reductions in a fixed order, so that a
 // 50k-token vocabulary is a block's work rather than one thread's.
@@ -35,11 +37,11 @@ NOEIRA_HD float cross_entropy_row(const Row& row, float* dx, const float* x, std
   }
   const float max = row.max([&](std::int64_t c) { return x[c]; });
   // At least 1 (the max's own term), so its log is finite.
-  const float sum = row.sum([&](std::int64_t c) { return expf(x[c] - max); });
+  const float sum = row.sum([&](std::int64_t c) { return row.exp(x[c] - max); });
   if (dx != nullptr) {
     const float inv_sum = 1.0f / sum;
     row.each([&](std::int64_t c) {
-      const float p = expf(x[c] - max) * inv_sum;
+      const float p = row.exp(x[c] - max) * inv_sum;
       dx[c] = (p - (c == label ? 1.0f : 0.0f)) * scale;
     });
   }
@@ -52,14 +54,14 @@ template <class Row>
 NOEIRA_HD float soft_cross_entropy_row(const Row& row, float* dx, const float* x, const float* t,
                                        float scale) {
   const float max = row.max([&](std::int64_t c) { return x[c]; });
-  const float sum = row.sum([&](std::int64_t c) { return expf(x[c] - max); });
+  const float sum = row.sum([&](std::int64_t c) { return row.exp(x[c] - max); });
   const float log_sum = logf(sum);
   const float loss = row.sum([&](std::int64_t c) { return t[c] * (log_sum + (max - x[c])); });
   if (dx != nullptr) {
     const float t_total = row.sum([&](std::int64_t c) { return t[c]; });
     const float inv_sum = 1.0f / sum;
     row.each([&](std::int64_t c) {
-      const float p = expf(x[c] - max) * inv_sum;
+      const float p = row.exp(x[c] - max) * inv_sum;
       dx[c] = (t_total * p - t[c]) * scale;
     });
   }
@@ -101,12 +103,12 @@ NOEIRA_HD float two_hot_row(const Row& row, float* dx, const float* x, float y, 
     w = pos - static_cast<float>(k);
   }
   const float max = row.max([&](std::int64_t c) { return x[c]; });
-  const float sum = row.sum([&](std::int64_t c) { return expf(x[c] - max); });
+  const float sum = row.sum([&](std::int64_t c) { return row.exp(x[c] - max); });
   if (dx != nullptr) {
     const float inv_sum = 1.0f / sum;
     row.each([&](std::int64_t c) {
       const float t = c == k ? 1.0f - w : (c == k + 1 ? w : 0.0f);
-      dx[c] = (expf(x[c] - max) * inv_sum - t) * scale;
+      dx[c] = (row.exp(x[c] - max) * inv_sum - t) * scale;
     });
   }
   const float log_sum_exp = logf(sum) + max;

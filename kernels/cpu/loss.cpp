@@ -1,7 +1,10 @@
 // Losses on the CPU: one row per iteration, the row math of kernels/loss_math.hpp walked in
-// column order. Rows are independent, so the results do not depend on the thread count.
+// column order at the CPU's vector width (its exponential is plain arithmetic: the same bits in
+// every lane). Rows are independent, so the results do not depend on the thread count.
+#include "kernels/activation_math.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
+#include "kernels/cpu/vector_isa.hpp"
 #include "kernels/loss_math.hpp"
 
 namespace noeira::cpu {
@@ -31,6 +34,7 @@ struct SerialRow {
   void each(F f) const {
     for (std::int64_t c = 0; c < n; ++c) f(c);
   }
+  float exp(float d) const { return act::exp_nonpositive(d); }
 };
 
 }  // namespace
@@ -38,7 +42,8 @@ struct SerialRow {
 void row_loss(Stream, LossKind kind, const RowLossArgs& args) {
   if (args.cols <= 0) return;
   parallel_for_rows(args.rows, args.cols, [&](std::int64_t r) {
-    args.row_loss[r] = loss_math::row_loss(SerialRow{args.cols}, kind, args, r);
+    with_vector_isa(
+        [&] { args.row_loss[r] = loss_math::row_loss(SerialRow{args.cols}, kind, args, r); });
   });
 }
 

@@ -33,6 +33,7 @@ struct BlockRow {
   __device__ void each(F f) const {
     for (std::int64_t c = threadIdx.x; c < n; c += blockDim.x) f(c);
   }
+  __device__ float exp(float d) const { return expf(d); }
 };
 
 __global__ void row_loss_kernel(LossKind kind, RowLossArgs args) {
