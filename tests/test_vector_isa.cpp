@@ -1,5 +1,5 @@
-// The element-wise loops at every vector width the CPU has (kernels/cpu/vector_isa.hpp): the
-// AVX2 and AVX-512 copies give the same bits as the SSE2 one; and GELU's tanh form, computed
+// The element-wise loops and the row kernels at every vector width the CPU has
+// (kernels/cpu/vector_isa.hpp): the AVX2 and AVX-512 copies give the same bits as the SSE2 one; and GELU's tanh form, computed
 // through the vectorizable exponential, against float64.
 #include <gtest/gtest.h>
 
@@ -181,6 +181,83 @@ TEST(VectorIsa, BatchNormAtEveryWidthGivesTheBitsOfSse2) {
     EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0);
     EXPECT_EQ(std::memcmp(got_moments.data(), ref_moments.data(),
                           got_moments.size() * sizeof(double)), 0);
+  }
+}
+
+// The row kernels whose sums run in fixed lanes and whose exponential is plain arithmetic
+// (LayerNorm and RMSNorm, softmax plain and masked and its backward, the softmax losses, the
+// chunked sums): at every width the SSE2 copy's bits. Rows of 75 columns (two whole lanes of 32
+// and a tail of 11), 300 of them: past the parallel grain.
+std::vector<float> row_kernel_outputs() {
+  const std::int64_t rows = 300, cols = 75, n = rows * cols;
+  const KernelTable& k = kernels();
+  std::vector<float> x = random_values(static_cast<std::size_t>(n), 21, -6.0f, 9.0f);
+  x[0] = -INFINITY;  // softmax: exactly 0
+  const std::vector<float> dy = random_values(static_cast<std::size_t>(n), 22);
+  const std::vector<float> gamma = random_values(static_cast<std::size_t>(cols), 23);
+  const std::vector<float> beta = random_values(static_cast<std::size_t>(cols), 24);
+  const std::vector<float> finite(x.begin() + 1, x.end());  // the norms and losses: finite rows
+  std::vector<float> out;
+  auto keep = [&out](const std::vector<float>& v) { out.insert(out.end(), v.begin(), v.end()); };
+  for (bool centred : {true, false}) {  // LayerNorm, RMSNorm
+    std::vector<float> y(x.size()), mean(rows), rstd(rows), dx(x.size()), dg(cols), db(cols);
+    k.norm_forward(nullptr, y.data(), centred ? mean.data() : nullptr, rstd.data(),
+                   finite.data(), gamma.data(), centred ? beta.data() : nullptr, rows - 1, cols,
+                   1e-5f);
+    k.norm_backward(nullptr, GradMode::Overwrite, dx.data(), dg.data(),
+                    centred ? db.data() : nullptr, dy.data(), finite.data(), gamma.data(),
+                    centred ? mean.data() : nullptr, rstd.data(), rows - 1, cols);
+    for (const std::vector<float>* v : {&y, &mean, &rstd, &dx, &dg, &db}) keep(*v);
+  }
+  std::vector<float> p(x.size()), pm(x.size()), dx(x.size());
+  k.softmax_forward(nullptr, p.data(), x.data(), rows, cols);
+  EXPECT_EQ(p[0], 0.0f) << "softmax of -inf";
+  AttentionMask causal;
+  causal.causal = true;
+  k.masked_softmax_forward(nullptr, pm.data(), x.data(), causal, 4, 1, 75, cols);
+  k.softmax_backward(nullptr, dx.data(), dy.data(), p.data(), rows, cols);
+  keep(p);
+  keep(pm);
+  keep(dx);
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) labels[static_cast<std::size_t>(r)] = r % cols;
+  std::vector<float> targets = random_values(static_cast<std::size_t>(n), 25, 0.0f, 1.0f);
+  for (LossKind kind : {LossKind::CrossEntropy, LossKind::SoftCrossEntropy}) {
+    std::vector<float> loss(rows - 1), grad(finite.size());
+    RowLossArgs a;
+    a.row_loss = loss.data();
+    a.grad = grad.data();
+    a.pred = finite.data();
+    a.target = targets.data();
+    a.labels = labels.data();
+    a.rows = rows - 1;
+    a.cols = cols;
+    a.grad_scale = 0.5f;
+    k.row_loss(nullptr, kind, a);
+    keep(loss);
+    keep(grad);
+  }
+  const std::int64_t long_n = 3 * 8192 + 77;
+  const std::vector<float> v = random_values(static_cast<std::size_t>(long_n), 26);
+  const double sums[] = {k.sum(nullptr, v.data(), long_n), k.sum_squares(nullptr, v.data(), long_n)};
+  for (double s : sums) {
+    float halves[2];
+    std::memcpy(halves, &s, sizeof s);
+    out.insert(out.end(), halves, halves + 2);  // the double's bits
+  }
+  return out;
+}
+
+TEST(VectorIsa, RowKernelsAtEveryWidthGiveTheBitsOfSse2) {
+  IsaGuard guard;
+  cpu::set_vector_isa(VectorIsa::Sse2);
+  const std::vector<float> ref = row_kernel_outputs();
+  for (VectorIsa isa : available_isas()) {
+    SCOPED_TRACE(isa_name(isa));
+    cpu::set_vector_isa(isa);
+    const std::vector<float> got = row_kernel_outputs();
+    ASSERT_EQ(got.size(), ref.size());
+    EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * sizeof(float)), 0);
   }
 }
 
