@@ -4,6 +4,7 @@
 
 #include "kernels/activation_math.hpp"
 #include "kernels/cpu/activation_dispatch.hpp"
+#include "kernels/cpu/column_sum.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/cpu/parallel.hpp"
@@ -72,16 +73,19 @@ void linear_backward_at(Stream, Activation a, GradMode mode, float* dx, float* d
   // Parameter gradients first. dw[out,in] (+)= gᵀ · x
   gemm(P, true, false, out, in, rows, 1.0f, g, out, x, in, beta, dw, in);
   if (db != nullptr) {
-    // Column sums in row order: a fixed order, so the result is the same for any thread count.
-    with_vector_isa([&] {
-      if (mode == GradMode::Overwrite) {
-        for (std::int64_t c = 0; c < out; ++c) db[c] = 0.0f;
-      }
-      for (std::int64_t r = 0; r < rows; ++r) {
-        const float* __restrict gr = g + r * out;
+    // Column sums in row order (blocks of columns over the threads): a fixed order, so the result
+    // is the same for any thread count.
+    parallel_for_column_blocks(rows, out, [&](std::int64_t c0, std::int64_t c1) {
+      with_vector_isa([&] {
         float* __restrict d = db;
-        for (std::int64_t c = 0; c < out; ++c) d[c] += gr[c];
-      }
+        if (mode == GradMode::Overwrite) {
+          for (std::int64_t c = c0; c < c1; ++c) d[c] = 0.0f;
+        }
+        for (std::int64_t r = 0; r < rows; ++r) {
+          const float* __restrict gr = g + r * out;
+          for (std::int64_t c = c0; c < c1; ++c) d[c] += gr[c];
+        }
+      });
     });
   }
   // Then the input gradient: dx[rows,in] = g · w
