@@ -2,10 +2,11 @@
 // 784-256-128-10), and at 1024^3 for the machine's peak: OpenBLAS's sgemm (the machine's sgemm
 // rate every benchmark quotes) beside noeira's fp32 product (kernels/cpu/gemm.hpp: oneDNN's
 // matmul unless built with -DNOEIRA_CPU_PRODUCTS=openblas), the library the training runs on.
-// benchmarks/compare_pytorch.sh turns these rates into the GEMM-bound limit of an epoch. At 1024^3 also the two ways to bf16 products
-// (--precision bf16, benchmarks/mixed_precision.sh): noeira's (kernels/cpu/gemm.hpp: operands
-// converted to bf16, oneDNN's bf16 matmul), and rounding the operands to bfloat16 values held in
-// fp32 around OpenBLAS's sgemm, which Debian's OpenBLAS (no sbgemm) would leave.
+// benchmarks/compare_pytorch.sh turns these rates into the GEMM-bound limit of an epoch. At
+// 1024^3 also the two ways to bf16 products (--precision bf16, benchmarks/mixed_precision.sh):
+// noeira's (kernels/cpu/gemm.hpp: operands converted to bf16, oneDNN's bf16 matmul), and rounding
+// the operands to bfloat16 values held in fp32 around OpenBLAS's sgemm, which Debian's OpenBLAS
+// (no sbgemm) would leave.
 //
 // Each benchmark reports GFLOP/s (2·M·N·K per call) in the "gflops" counter; run with
 // --benchmark_format=json for the script. Threads: OPENBLAS_NUM_THREADS / --threads as usual

@@ -1,6 +1,6 @@
 // The element-wise loops and the row kernels at every vector width the CPU has
-// (kernels/cpu/vector_isa.hpp): the AVX2 and AVX-512 copies give the same bits as the SSE2 one; and GELU's tanh form, computed
-// through the vectorizable exponential, against float64.
+// (kernels/cpu/vector_isa.hpp): the AVX2 and AVX-512 copies give the same bits as the SSE2 one;
+// and GELU's tanh form, computed through the vectorizable exponential, against float64.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -239,7 +239,8 @@ std::vector<float> row_kernel_outputs() {
   }
   const std::int64_t long_n = 3 * 8192 + 77;
   const std::vector<float> v = random_values(static_cast<std::size_t>(long_n), 26);
-  const double sums[] = {k.sum(nullptr, v.data(), long_n), k.sum_squares(nullptr, v.data(), long_n)};
+  const double sums[] = {k.sum(nullptr, v.data(), long_n),
+                         k.sum_squares(nullptr, v.data(), long_n)};
   for (double s : sums) {
     float halves[2];
     std::memcpy(halves, &s, sizeof s);

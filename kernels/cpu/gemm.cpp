@@ -6,7 +6,6 @@
 #include <map>
 #include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 

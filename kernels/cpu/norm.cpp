@@ -44,7 +44,8 @@ void norm_forward(Stream, float* y, float* mean, float* rstd, const float* x, co
         const double d = static_cast<double>(xr[c]) - m;
         return std::array{d * d};
       });
-      const float rs = norm::rstd(static_cast<float>(sq.total(0) / static_cast<double>(cols)), eps);
+      const float variance = static_cast<float>(sq.total(0) / static_cast<double>(cols));
+      const float rs = norm::rstd(variance, eps);
       for (std::int64_t c = 0; c < cols; ++c) {
         const float v = (xr[c] - m) * rs * gamma[c];
         yr[c] = beta != nullptr ? v + beta[c] : v;
