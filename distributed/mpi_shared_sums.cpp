@@ -221,9 +221,9 @@ struct SharedSums::Op {
   std::shared_ptr<Block> block;
   std::size_t offset = 0;
   std::vector<std::size_t> offsets;
-  std::int64_t at = 0;  // first element (of the per-rank count) of the current chunk
+  std::int64_t at = 0;  // through the regions: first element (of the per-rank count) of the chunk
   Phase phase = Phase::Begin;
-  std::uint64_t epoch = 0;  // of the current chunk; in place, of the first
+  std::uint64_t epoch = 0;  // through the regions, of the current chunk; in place, of the op
   bool done = false;
 };
 
