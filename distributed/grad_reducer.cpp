@@ -22,11 +22,17 @@ GradReducer::GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bu
     : store_(store),
       group_(group),
       launched_(store.unit_count(), false),
+      rounded_(store.unit_count(), false),
       reduce_dtype_(reduce_dtype) {
   NOEIRA_CHECK(bucket_elements > 0, "gradient reducer: bucket size must be > 0");
   NOEIRA_CHECK(reduce_dtype == DType::F32 || reduce_dtype == DType::BF16,
                "gradient reducer: reductions in fp32 or bf16, not ", to_string(reduce_dtype));
-  if (reduce_dtype == DType::BF16) {
+  NOEIRA_CHECK(!store.bf16_grads() || reduce_dtype == DType::BF16,
+               "gradient reducer: bf16 gradients are reduced in bf16 (--reduce-dtype bf16)");
+  // bf16 gradients held whole are reduced where they are: nothing to stage.
+  const bool staged = reduce_dtype == DType::BF16 &&
+                      !(store.bf16_grads() && store.residency().grads == Extent::Full);
+  if (staged) {
     // Every reduction of a step in flight at once where the full gradient is kept; two units'
     // where one unit's is (a pinned unit and its first borrower leave together).
     const ShardedLayout& layout = store.layout();
@@ -66,6 +72,11 @@ void GradReducer::before_vjp(std::size_t /*unit*/) {
 GradMode GradReducer::begin_micro_batch(int index, int count) {
   NOEIRA_CHECK(count >= 1 && index >= 0 && index < count, "gradient reducer: micro-batch ", index,
                " of ", count);
+  if (count > 1 && store_.bf16_grads()) {
+    throw Error(detail::concat("--grad-dtype bf16 with --accum ", count,
+                               ": the micro-batches' sums would be rounded to bfloat16 at every "
+                               "add; accumulate in fp32 gradients (--grad-dtype fp32)"));
+  }
   NOEIRA_CHECK(index == micro_index_ + 1 || (index == 0 && idle()),
                "gradient reducer: micro-batch ", index, " after ", micro_index_,
                " (in order, and the step's reductions finished before the next step)");
@@ -103,6 +114,7 @@ std::int64_t GradReducer::scratch_bytes() const {
 void GradReducer::after_vjp(std::size_t unit) {
   // Full gradients add up locally until the step's last micro-batch.
   if (store_.residency().grads == Extent::Full && !last_micro_batch()) return;
+  if (store_.bf16_grads() && store_.residency().grads == Extent::Full) round_final(unit);
   if (store_.residency().state == Extent::Full) {
     launch_ready_buckets(unit);
   } else {
@@ -115,11 +127,27 @@ void GradReducer::after_vjp(std::size_t unit) {
   for (Pending& p : pending_) p.work.is_completed();
 }
 
+void GradReducer::round_final(std::size_t finished_unit) {
+  const KernelTable& k = store_.kernels();
+  for (std::size_t u = store_.unit_count(); u-- > finished_unit;) {
+    if (rounded_[u] || store_.reduce_after(u) != finished_unit) continue;
+    rounded_[u] = true;
+    k.to_bf16(store_.stream(), store_.unit_bf16_grads(u), store_.unit_grads(u),
+              store_.layout().units[u].padded_size);
+  }
+}
+
 void GradReducer::launch_ready_buckets(std::size_t finished_unit) {
-  float* grads = store_.unit_grads(0);  // the full gradient buffer starts with unit 0
   for (Bucket& b : buckets_) {
     if (b.launched || b.final_after < finished_unit) continue;
     b.launched = true;
+    if (store_.bf16_grads()) {
+      // The full bf16 gradient buffer starts with unit 0.
+      std::uint16_t* grads = store_.unit_bf16_grads(0) + b.flat.begin;
+      reduce_bf16(Collective::AllReduce, grads, b.flat.size(), grads, b.flat.size());
+      continue;
+    }
+    float* grads = store_.unit_grads(0);  // the full gradient buffer starts with unit 0
     reduce(Collective::AllReduce, grads + b.flat.begin, b.flat.size(), grads + b.flat.begin,
            b.flat.size());
   }
@@ -134,10 +162,33 @@ void GradReducer::launch_unit(std::size_t unit) {
     launch_accumulating(unit);
     return;
   }
+  if (store_.bf16_grads()) {
+    std::uint16_t* owned = store_.owned_bf16_grads(unit);
+    if (store_.residency().grads == Extent::Full) {
+      // ZeRO-1: in place in the whole bf16 gradient, as below.
+      reduce_bf16(Collective::ReduceScatter, store_.unit_bf16_grads(unit), u.padded_size, owned,
+                  u.shard_size);
+    } else {
+      // ZeRO-2/3: the transient (or pinned) fp32 gradient staged in bf16, its sum into the slice.
+      std::uint16_t* wire = wire_buffer(u.padded_size);
+      store_.kernels().to_bf16(store_.stream(), wire, store_.unit_grads(unit), u.padded_size);
+      reduce_bf16(Collective::ReduceScatter, wire, u.padded_size, owned, u.shard_size);
+    }
+    return;
+  }
   // Whole gradients (ZeRO-1, a pinned unit): in place, the sum of this rank's slice lands where
   // the slice already is; sliced gradients: from the transient buffer into the rank's slice.
   reduce(Collective::ReduceScatter, store_.unit_grads(unit), u.padded_size,
          store_.owned_grads(unit), u.shard_size);
+}
+
+void GradReducer::reduce_bf16(Collective kind, std::uint16_t* src, std::int64_t src_count,
+                              std::uint16_t* dst, std::int64_t dst_count) {
+  const std::span<std::uint16_t> in(src, static_cast<std::size_t>(src_count));
+  Work work = kind == Collective::AllReduce
+                  ? group_.allreduce(in)
+                  : group_.reduce_scatter(in, std::span(dst, static_cast<std::size_t>(dst_count)));
+  pending_.push_back({std::move(work), {}});
 }
 
 void GradReducer::launch_accumulating(std::size_t unit) {
@@ -221,6 +272,15 @@ void GradReducer::wait_pending() {
 void GradReducer::finish(Policy policy) {
   NOEIRA_CHECK(last_micro_batch(), "reduce_gradients after micro-batch ", micro_index_, " of ",
                micro_count_, ": the step's gradients are not complete yet");
+  if (store_.bf16_grads() && store_.residency().grads == Extent::Full) {
+    // The units share one fp32 buffer: a unit not rounded after its vjp was overwritten.
+    for (std::size_t u = 0; u < rounded_.size(); ++u) {
+      if (rounded_[u]) continue;
+      throw Error(detail::concat("--grad-dtype bf16: unit ", u, "'s gradients were not kept "
+                                 "after its vjp; drive backward with dist::vjp_units"));
+    }
+  }
+  std::fill(rounded_.begin(), rounded_.end(), false);
   if (store_.residency().state == Extent::Full) {
     launch_ready_buckets(0);
   } else {

@@ -50,6 +50,12 @@
 
 namespace noeira::dist {
 
+// bf16 gradients (ParamStore::bf16_grads, --grad-dtype bf16) reduce in bf16 only, one micro-batch
+// per step. Whole gradients (DDP, ZeRO-1): after the vjp that makes a unit final, its fp32
+// gradient is rounded into the bf16 buffer, which the buckets allreduce (or ZeRO-1 reduce-scatters)
+// in place, with no staging; sliced ones (ZeRO-2/3) are staged as above and reduce-scattered into
+// the bf16 slice. Element e is then bf16(Σ_r fp32(bf16(g_r[e]))) as with fp32 gradients and bf16
+// reductions, held in 2 bytes instead of widened into 4.
 class GradReducer {
  public:
   // reduce_dtype: F32, or BF16 on the wire (see above).
@@ -87,6 +93,9 @@ class GradReducer {
     std::function<void()> then;
   };
 
+  // bf16 whole gradients: the units final after `finished_unit`'s vjp rounded into the bf16
+  // buffer, once per step.
+  void round_final(std::size_t finished_unit);
   void launch_ready_buckets(std::size_t finished_unit);
   void launch_unit(std::size_t unit);
   // A later micro-batch's reduction of unit u, into the scratch slice, then added.
@@ -95,6 +104,10 @@ class GradReducer {
   // the reducer's wire type; `then` follows once dst holds the result.
   void reduce(Collective kind, float* src, std::int64_t src_count, float* dst,
               std::int64_t dst_count, std::function<void()> then = {});
+  // Starts a bf16 reduction: an allreduce of src in place (dst == src), or a reduce-scatter of
+  // src into dst.
+  void reduce_bf16(Collective kind, std::uint16_t* src, std::int64_t src_count,
+                   std::uint16_t* dst, std::int64_t dst_count);
   // n elements of the bf16 staging buffer, free until the reductions in flight are waited for.
   std::uint16_t* wire_buffer(std::int64_t n);
   void wait_pending();
@@ -104,6 +117,7 @@ class GradReducer {
   ProcessGroup& group_;
   std::vector<Bucket> buckets_;  // full gradients: descending flat order
   std::vector<bool> launched_;   // [units] reduction started this step
+  std::vector<bool> rounded_;    // [units] bf16 whole gradients: rounded this step
   std::vector<Pending> pending_;
   bool scratch_busy_ = false;  // a reduction in flight writes scratch_
   int micro_index_ = 0;

@@ -15,8 +15,13 @@ std::string mib(double bytes) {
 
 std::string MemoryReport::to_string() const {
   std::ostringstream os;
-  os << "rank " << rank << "/" << ranks << " " << dist::to_string(policy)
-     << (mixed ? " (bf16 params, fp32 masters with the optimizer)" : "") << ": params "
+  const char* precision = mixed && bf16_grads ? " (bf16 params and grads, fp32 masters with the "
+                                                "optimizer)"
+                          : mixed      ? " (bf16 params, fp32 masters with the optimizer)"
+                          : bf16_grads ? " (bf16 grads)"
+                                       : "";
+  os << "rank " << rank << "/" << ranks << " " << dist::to_string(policy) << precision
+     << ": params "
      << mib(static_cast<double>(param_bytes)) << " (formula " << mib(formula_param_bytes)
      << "), grads " << mib(static_cast<double>(grad_bytes)) << " (formula "
      << mib(formula_grad_bytes) << "), optimizer " << mib(static_cast<double>(optimizer_bytes))
@@ -59,7 +64,9 @@ MemoryReport memory_report(const ParamStore& store, Policy policy, int ranks) {
     r.formula_param_bytes +=
         static_cast<double>(store.gather_buffers()) * buffer * (1.0 + staging) + pinned;
   }
-  r.formula_grad_bytes = share(res.grads) + (res.grads == Extent::Slice ? pinned : 0.0);
+  r.bf16_grads = store.bf16_grads();
+  r.formula_grad_bytes =
+      (r.bf16_grads ? 0.5 : 1.0) * share(res.grads) + (store.transient_grads() ? pinned : 0.0);
   r.formula_optimizer_bytes = (state_buffers + (r.mixed ? 1.0 : 0.0)) * share(res.state);
   return r;
 }

@@ -12,6 +12,9 @@
 // Under bf16 mixed precision (param_store.hpp) the parameters count 2 bytes each and take a
 // gather buffer under every policy (its fp32 words for the running unit; ZeRO-3 a bf16 staging
 // buffer beside each), and the fp32 masters count with the state: (k + 1)·Ψ, sliced as it is.
+// Under bf16 gradients the gradients count 2 bytes each (Ψ/2, or Ψ/2N sliced), and the pinned
+// units' whole fp32 gradients join them under every policy; the fp32 unit buffer the leaves
+// write is transient.
 #include <cstdint>
 #include <string>
 
@@ -26,6 +29,7 @@ struct MemoryReport {
   int ranks = 1;
   std::int64_t numel = 0;        // Ψ
   bool mixed = false;            // bf16 compute parameters, fp32 masters (--precision bf16)
+  bool bf16_grads = false;       // gradients held in bf16 (--grad-dtype bf16)
   std::int64_t param_bytes = 0;  // held between steps
   std::int64_t grad_bytes = 0;
   std::int64_t optimizer_bytes = 0;

@@ -21,17 +21,21 @@ void copy_floats(const KernelTable& k, Stream s, float* dst, const float* src, s
 
 ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks,
                        const Context& ctx, std::int64_t alignment, std::int64_t persist_below,
-                       std::size_t gather_buffers, DType value_dtype, ProcessGroup* group)
+                       std::size_t gather_buffers, DType value_dtype, ProcessGroup* group,
+                       DType grad_dtype)
     : walk_(walk),
       residency_(residency),
       rank_(rank),
       k_(ctx.k),
       stream_(ctx.stream),
+      bf16_grads_(grad_dtype == DType::BF16),
       mixed_(value_dtype == DType::BF16) {
   NOEIRA_CHECK(ctx.k != nullptr, "parameter store: context without kernels");
   NOEIRA_CHECK(gather_buffers >= 1, "parameter store: at least one gather buffer");
   NOEIRA_CHECK(value_dtype == DType::F32 || value_dtype == DType::BF16,
                "parameter store: values in fp32 or bf16, not ", to_string(value_dtype));
+  NOEIRA_CHECK(grad_dtype == DType::F32 || grad_dtype == DType::BF16,
+               "parameter store: gradients in fp32 or bf16, not ", to_string(grad_dtype));
   std::vector<std::int64_t> sizes;
   for (const NamedParam& p : walk.params) {
     NOEIRA_CHECK(p.param != nullptr && p.param->target() == ctx.target,
@@ -94,7 +98,12 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
     if (!pinned_[u]) continue;
     const std::int64_t size = layout_.units[u].padded_size;
     if (sliced_compute || mixed_) pinned_values_[u] = communicated(size);
-    if (residency_.grads == Extent::Slice) pinned_grads_[u] = communicated(size);
+    // bf16 gradients are reduced from a bf16 copy: the fp32 one is this rank's alone.
+    if (bf16_grads_) {
+      pinned_grads_[u] = Tensor({size}, target());
+    } else if (residency_.grads == Extent::Slice) {
+      pinned_grads_[u] = communicated(size);
+    }
   }
   if (gathers_values()) {
     // Expanding a full bf16 copy needs no communication to overlap: one buffer is enough.
@@ -112,7 +121,13 @@ ParamStore::ParamStore(const WalkUnits& walk, Residency residency, int rank, int
   }
   if (sliced_values) values_ = communicated(layout_.shard_size);
   take_initial_slices_from(full);
-  if (residency_.grads == Extent::Slice) {
+  if (bf16_grads_) {
+    const bool sliced = residency_.grads == Extent::Slice;
+    grads_ = communicated(sliced ? layout_.shard_size : layout_.full_size, DType::BF16);
+    std::int64_t transient = largest_unpinned_unit();
+    for (std::size_t u = 0; u < units; ++u) transient = std::max(transient, owned(u).size());
+    grads_unit_ = Tensor({transient}, target());
+  } else if (residency_.grads == Extent::Slice) {
     grads_ = communicated(layout_.shard_size);
     grads_unit_ = communicated(largest_unpinned_unit());
   } else {
@@ -143,7 +158,7 @@ bool ParamStore::whole_values(std::size_t unit) const {
 }
 
 bool ParamStore::whole_grads(std::size_t unit) const {
-  return residency_.grads == Extent::Full || pinned_[unit];
+  return !transient_grads() || pinned_[unit];
 }
 
 float* ParamStore::owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit) {
@@ -231,12 +246,36 @@ std::uint16_t* ParamStore::staging_buffer(std::size_t buffer) {
 }
 
 float* ParamStore::unit_grads(std::size_t unit) {
-  if (residency_.grads == Extent::Full) return grads_.data() + layout_.full_offset[unit];
+  if (!transient_grads()) return grads_.data() + layout_.full_offset[unit];
   return pinned_[unit] ? pinned_grads_[unit].data() : grads_unit_.data();
 }
 
 float* ParamStore::owned_grads(std::size_t unit) {
+  NOEIRA_CHECK(!bf16_grads_, "parameter store: the gradients are bf16 (widened_owned_grads)");
   return owned_of(residency_.grads, grads_, pinned_grads_[unit], unit);
+}
+
+std::uint16_t* ParamStore::owned_bf16_grads(std::size_t unit) {
+  NOEIRA_CHECK(bf16_grads_, "parameter store: the gradients are fp32");
+  // Pinned units too: their reduced range lands here, out of their whole fp32 copy.
+  return grads_.as<std::uint16_t>() +
+         (residency_.grads == Extent::Slice ? layout_.shard_offset[unit]
+                                            : layout_.full_offset[unit] + owned(unit).begin);
+}
+
+std::uint16_t* ParamStore::unit_bf16_grads(std::size_t unit) {
+  NOEIRA_CHECK(bf16_grads_ && residency_.grads == Extent::Full,
+               "parameter store: unit ", unit, " has no whole bf16 gradient here");
+  return grads_.as<std::uint16_t>() + layout_.full_offset[unit];
+}
+
+float* ParamStore::widened_owned_grads(std::size_t unit) {
+  if (!bf16_grads_) return owned_grads(unit);
+  const std::int64_t n = owned(unit).size();
+  float* widened = grads_unit_.data();
+  k_->from_bf16(stream_, GradMode::Overwrite, widened, owned_bf16_grads(unit), n);
+  if (grad_scale_ != 1.0f) k_->scale(stream_, widened, grad_scale_, n);
+  return widened;
 }
 
 float* ParamStore::owned_state(State state, std::size_t unit) {
@@ -267,9 +306,9 @@ void ParamStore::bind(std::size_t unit, bool values) {
   float* base = values ? unit_values(unit) : unit_grads(unit);
   // A view of the buffer the base pointer lies in, at the parameter's offset from it.
   const Tensor& buffer = values ? values_buffer(unit)
-                                : (residency_.grads == Extent::Full ? grads_
-                                   : pinned_[unit]                  ? pinned_grads_[unit]
-                                                                    : grads_unit_);
+                                : (!transient_grads() ? grads_
+                                   : pinned_[unit]    ? pinned_grads_[unit]
+                                                      : grads_unit_);
   const std::int64_t base_offset = base - buffer.data();
   for (std::size_t i = layout_.first_param[unit]; i < layout_.first_param[unit + 1]; ++i) {
     Param& p = *walk_.params[i].param;
@@ -295,8 +334,8 @@ void ParamStore::release(std::size_t unit, bool values) {
                                 "between its hooks); read parameters through the policy")
                : detail::concat("parameter ", name,
                                 ": its gradient exists only during its unit's vjp under ZeRO-2/3 "
-                                "(a rank keeps the reduced slice); drive backward with "
-                                "dist::vjp_units"));
+                                "and bf16 gradients (a rank keeps the reduced slice, or the "
+                                "bf16 copy); drive backward with dist::vjp_units"));
   }
 }
 

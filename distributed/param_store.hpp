@@ -36,6 +36,15 @@
 // compute copy stale until it does (refresh_needed). The initial values are full on every rank,
 // so the first compute copy is rounded from them without communication.
 //
+// bf16 gradients (grad_dtype BF16, --grad-dtype bf16): a unit's gradients are held as bfloat16
+// once they are final, 2 bytes each, where fp32 gradients would be (the whole buffer, or the
+// rank's slices). The leaves still write fp32, into the transient unit buffer of ZeRO-2/3 under
+// every policy (pinned units into whole fp32 copies of their own, as sliced gradients do); the
+// reducer rounds them into the bf16 gradients, which it reduces in bf16 with fp32 sums. The step
+// and the norm read the owned bf16 gradients widened, unit by unit, into that same fp32 buffer
+// (widened_owned_grads), and a clip scales the widened values (scale_bf16_grads), so nothing is
+// rounded twice: the values the optimizer sees are those of fp32 gradients with bf16 reductions.
+//
 // Param::val / Param::grd are handles into these buffers. A handle whose memory the store does
 // not hold now (a ZeRO-3 value outside its unit's gather, a ZeRO-2/3 gradient outside its unit's
 // vjp) is an absent tensor: reading it is an error that names the parameter, never another
@@ -92,13 +101,18 @@ class ParamStore {
   ParamStore(const WalkUnits& walk, Residency residency, int rank, int ranks, const Context& ctx,
              std::int64_t alignment = 32, std::int64_t persist_below = 0,
              std::size_t gather_buffers = 1, DType value_dtype = DType::F32,
-             ProcessGroup* group = nullptr);
+             ProcessGroup* group = nullptr, DType grad_dtype = DType::F32);
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
 
   Residency residency() const { return residency_; }
   // Mixed precision: bf16 compute values, fp32 masters (above).
   bool mixed() const { return mixed_; }
+  // bf16 gradients (above).
+  bool bf16_grads() const { return bf16_grads_; }
+  // Whether units' gradients exist as fp32 only during their vjp (in the transient unit buffer):
+  // sliced gradients, or bf16 ones.
+  bool transient_grads() const { return bf16_grads_ || residency_.grads == Extent::Slice; }
   // Whether units' values exist only between their hooks (gathered or expanded): sliced values,
   // or mixed precision.
   bool gathers_values() const { return mixed_ || residency_.params == Extent::Slice; }
@@ -135,10 +149,23 @@ class ParamStore {
   float* owned_values(std::size_t unit);
   // All fp32 values where a rank holds them whole (value_extent() Full): the broadcast's buffer.
   float* full_values();
-  // Unit u's whole gradient (full buffer, or the transient unit buffer for sliced gradients) and
-  // the owned range of it after reduction.
+  // Unit u's whole fp32 gradient, where its vjp writes it (the full buffer, or the transient unit
+  // buffer for sliced or bf16 gradients, or a pinned unit's whole copy), and the owned range of
+  // it after reduction (fp32 gradients only).
   float* unit_grads(std::size_t unit);
   float* owned_grads(std::size_t unit);
+  // bf16 gradients: unit u's owned range of them (the reduced gradient), and the whole unit in
+  // them (whole gradients: what it is rounded into and reduced from in place).
+  std::uint16_t* owned_bf16_grads(std::size_t unit);
+  std::uint16_t* unit_bf16_grads(std::size_t unit);
+  // Unit u's owned reduced gradient in fp32, for the norm and the step: owned_grads, or under bf16
+  // gradients the owned bf16 range widened (and scaled by the pending clip) into the transient
+  // buffer, valid until the next call.
+  float* widened_owned_grads(std::size_t unit);
+  // bf16 gradients: the clip's factor, applied when they are widened, until reset_grad_scale
+  // (a new step's reduction).
+  void scale_bf16_grads(float factor) { grad_scale_ *= factor; }
+  void reset_grad_scale() { grad_scale_ = 1.0f; }
   // m or v over unit u's owned range; null before ensure_state allocated it.
   float* owned_state(State state, std::size_t unit);
   // Mixed precision: unit u's owned range of the bf16 compute copy (the all-gather source), and
@@ -232,9 +259,14 @@ class ParamStore {
   std::vector<Tensor> gathered_;        // [gather buffers][largest unpinned unit] params Slice
   std::vector<std::size_t> held_unit_;  // [gather buffers] the unit each holds, or kNone
   Tensor initial_;     // [full_size] params Slice: initial values until the slices are taken
-  Tensor grads_;       // [full_size] or [shard_size] (grads Slice)
-  Tensor grads_unit_;  // [largest unpinned unit] grads Slice: one unit's full gradient, transient
+  Tensor grads_;       // [full_size] or [shard_size] (grads Slice); bf16 for bf16 gradients
+  // One unit's full gradient, transient (sliced or bf16 gradients): [largest unpinned unit], and
+  // for bf16 gradients at least the largest owned range (where they are widened).
+  Tensor grads_unit_;
   Tensor m_, v_;       // [full_size] or [shard_size] (state Slice), allocated by ensure_state
+
+  bool bf16_grads_ = false;
+  float grad_scale_ = 1.0f;  // bf16 gradients: the clip's factor (scale_bf16_grads)
 
   // Mixed precision (values_ then holds the masters, extent value_extent()).
   bool mixed_ = false;

@@ -43,7 +43,7 @@ ShardingPolicy::ShardingPolicy(Policy policy, const WalkUnits& walk, ProcessGrou
       group_(group),
       store_(checked_walk(policy, walk, group, ctx), residency_of(policy), group.rank(),
              group.size(), ctx, options.alignment, options.persist_below,
-             options.prefetch ? 2 : 1, options.param_dtype, &group),
+             options.prefetch ? 2 : 1, options.param_dtype, &group, options.grad_dtype),
       reducer_(store_, group, options.bucket_elements, options.reduce_dtype),
       gatherer_(store_, group) {}
 
@@ -119,18 +119,21 @@ void ShardingPolicy::after_forward(std::size_t unit) {
 void ShardingPolicy::before_vjp(std::size_t unit) {
   check_unit(unit, "before_vjp");
   reducer_.before_vjp(unit);
-  if (sliced_grads() && !store_.whole_grads(unit)) store_.bind_grads(unit);
+  if (store_.transient_grads() && !store_.whole_grads(unit)) store_.bind_grads(unit);
   if (store_.gathers_values()) gather_for_unit(unit, PassDirection::Backward);
 }
 
 void ShardingPolicy::after_vjp(std::size_t unit) {
   check_unit(unit, "after_vjp");
   if (store_.gathers_values()) store_.release_values(unit);
-  if (sliced_grads()) store_.release_grads(unit);
+  if (store_.transient_grads()) store_.release_grads(unit);
   reducer_.after_vjp(unit);
 }
 
-void ShardingPolicy::reduce_gradients() { reducer_.finish(policy_); }
+void ShardingPolicy::reduce_gradients() {
+  reducer_.finish(policy_);
+  store_.reset_grad_scale();  // new gradients: no clip applies to them yet
+}
 
 // --- clipping and the optimizer step ---------------------------------------------------------
 

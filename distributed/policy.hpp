@@ -21,7 +21,7 @@
 // DDP and ZeRO-1 in fp32 also accept a plain model.forward / model.vjp followed by
 // reduce_gradients() (no overlap); ZeRO-2/3 need the unit drivers (their gradient handles exist
 // only inside a unit's vjp), and so does every policy under mixed precision (a unit's bf16 values
-// are expanded only inside its hooks); reading a handle outside them is an error naming the
+// are expanded only inside its hooks) and under bf16 gradients (rounded after each unit's vjp); reading a handle outside them is an error naming the
 // parameter.
 #include <cstdint>
 #include <vector>
@@ -55,6 +55,9 @@ struct PolicyOptions {
   // F32, or BF16: mixed precision, units compute with a bf16 copy of the parameters and the fp32
   // masters are sliced like the optimizer state (param_store.hpp; --precision bf16).
   DType param_dtype = DType::F32;
+  // F32, or BF16: gradients held in bf16 once final, reduced in bf16 (needs reduce_dtype BF16;
+  // param_store.hpp, grad_reducer.hpp; --grad-dtype bf16).
+  DType grad_dtype = DType::F32;
 };
 
 class ShardingPolicy final : public UnitHooks {
@@ -129,7 +132,6 @@ class ShardingPolicy final : public UnitHooks {
   double gather_wait_seconds() const { return gatherer_.wait_seconds(); }
 
  private:
-  bool sliced_grads() const { return store_.residency().grads == Extent::Slice; }
   void check_unit(std::size_t unit, const char* hook) const;
   // A unit's values whole for its forward or vjp (its gather or expansion), after the compute
   // copy is made again from the masters where it must be.

@@ -15,7 +15,7 @@ void optimizer_step(ParamStore& store, Optimizer& optimizer, float lr) {
   const bool decay_matters = optimizer.config().weight_decay != 0.0f;
   for (std::size_t u = 0; u < store.unit_count(); ++u) {
     float* w = store.owned_values(u);
-    float* g = store.owned_grads(u);
+    const float* g = store.widened_owned_grads(u);
     float* m = store.owned_state(State::M, u);
     float* v = store.owned_state(State::V, u);
     const std::int64_t base = store.owned(u).begin;
@@ -40,7 +40,7 @@ void optimizer_step(ParamStore& store, Optimizer& optimizer, float lr) {
 double owned_grad_sum_squares(ParamStore& store) {
   double sum = 0.0;
   for (std::size_t u = 0; u < store.unit_count(); ++u) {
-    const float* g = store.owned_grads(u);
+    const float* g = store.widened_owned_grads(u);
     for (const Piece& p : store.owned_pieces(u)) {
       sum += store.kernels().sum_squares(store.stream(), g + (p.flat_begin - store.owned(u).begin),
                                          p.count);
@@ -50,6 +50,10 @@ double owned_grad_sum_squares(ParamStore& store) {
 }
 
 void scale_owned_grads(ParamStore& store, float factor) {
+  if (store.bf16_grads()) {
+    store.scale_bf16_grads(factor);  // applied as they are widened: rounded once, not twice
+    return;
+  }
   for (std::size_t u = 0; u < store.unit_count(); ++u) {
     store.kernels().scale(store.stream(), store.owned_grads(u), factor, store.owned(u).size());
   }

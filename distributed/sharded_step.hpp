@@ -18,7 +18,7 @@ void optimizer_step(ParamStore& store, Optimizer& optimizer, float lr);
 // Σ g² over the owned gradient pieces (padding excluded).
 double owned_grad_sum_squares(ParamStore& store);
 
-// g *= factor over the owned gradients.
+// g *= factor over the owned gradients (bf16 gradients: over their widened values).
 void scale_owned_grads(ParamStore& store, float factor);
 
 }  // namespace noeira::dist

@@ -61,6 +61,16 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                        --reduce-dtype bf16)
   set_property(TEST cli_mpi_sim_equal_zero3_bf16_reduce_mpi_messages_np4 APPEND PROPERTY
                ENVIRONMENT "NOEIRA_SHARED_MEMORY=0")
+  # bf16 gradients (--grad-dtype bf16): whole ones reduced in place in their bf16 buffer (ZeRO-1
+  # through shared memory, DDP's buckets over MPI messages), sliced ones staged (ZeRO-3).
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero1_bf16_grads_np4 4 zero1 --reduce-dtype bf16
+                       --grad-dtype bf16)
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_ddp_bf16_grads_mpi_messages_np3 3 ddp --reduce-dtype bf16
+                       --grad-dtype bf16)
+  set_property(TEST cli_mpi_sim_equal_ddp_bf16_grads_mpi_messages_np3 APPEND PROPERTY
+               ENVIRONMENT "NOEIRA_SHARED_MEMORY=0")
+  noeira_mpi_sim_equal(cli_mpi_sim_equal_zero3_bf16_grads_np3 3 zero3 --reduce-dtype bf16
+                       --grad-dtype bf16 --precision bf16)
   # Mixed precision (--precision bf16): the bf16 parameter copies all-gathered after the step
   # (ZeRO-1) and per unit with persisted units (ZeRO-3), through shared memory and over MPI
   # messages.

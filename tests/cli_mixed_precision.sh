@@ -128,6 +128,23 @@ fi
 within_5_percent "$(loss_of "$work/wire-sim.log" eval val_loss)" \
   "$(loss_of "$work/fp32.log" eval val_loss)" "gpt-tiny with bf16 reductions, validation loss"
 
+# bf16 gradients (--grad-dtype bf16): the run of fp32 gradients with bf16 reductions, bit for bit,
+# under mpiexec's zero2 and ddp (whole bf16 gradients reduced in place) and simulated; a run
+# resumed from its checkpoint ends on the same bits; --report-memory shows 2-byte gradients.
+grads="$bf16 --reduce-dtype bf16 --grad-dtype bf16 --policy"
+"$mpiexec" "$flag" 2 "$noeira" $grads zero2 --out "$work/grads-mpi" </dev/null >/dev/null
+"$mpiexec" "$flag" 2 "$noeira" $grads ddp --out "$work/grads-ddp" </dev/null >/dev/null
+"$noeira" $grads zero2 --sim-ranks 2 --checkpoint-dir "$work/grads-ckpt" --checkpoint-every 7 \
+  --keep-last 0 --report-memory --out "$work/grads-sim" </dev/null >"$work/grads-sim.log" 2>&1
+"$noeira" $grads zero2 --sim-ranks 2 --resume "$work/grads-ckpt/step-00000007" \
+  --out "$work/grads-resumed" </dev/null >/dev/null
+for run in grads-mpi grads-ddp grads-sim grads-resumed; do
+  "$h5diff" "$work/wire-sim/model.h5" "$work/$run/model.h5"
+done
+grep -q "zero2 (bf16 params and grads," "$work/grads-sim.log" ||
+  { echo "FAIL: --report-memory does not name the bf16 gradients"; exit 1; }
+echo "bf16 gradients: mpi zero2 and ddp, simulated and resumed parameters are bf16 reductions' bits"
+
 last=$(loss_of "$work/sim.log" eval val_loss)
 got=$("$noeira" eval --config "$work/sim/config.json" --params "$work/sim/model.h5" \
   --log-format json </dev/null | sed 's/.*"val_loss":\([^,}]*\).*/\1/')

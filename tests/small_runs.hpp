@@ -29,6 +29,7 @@ TrainerRun train_small_classifier(dist::Policy policy, int ranks, int accum,
   cfg.lr = 5e-2;
   cfg.batch = batch;
   cfg.accum = accum;
+  cfg.grad_clip = setup.grad_clip;
   cfg.log_every = 1;
   cfg.seed = 3;
   cfg.policy = std::string(to_string(policy));
@@ -56,6 +57,7 @@ TrainerRun train_small_gpt(dist::Policy policy, int ranks, int accum, std::int64
   cfg.weight_decay = 0.1;
   cfg.batch = 8;
   cfg.accum = accum;
+  cfg.grad_clip = setup.grad_clip;
   cfg.log_every = 1;
   cfg.seed = 2;
   LanguageModelOptions o;

@@ -145,6 +145,21 @@ TEST(CliRanks, MicroBatchesSmallerThanTheRanksAreAnErrorBeforeTheData) {
                         "--accum 7 is more micro-batches than the 6 rows of --batch");
 }
 
+// --grad-dtype bf16 reduces the gradients as they are held and cannot accumulate micro-batches:
+// asking for either is one line before any data is read.
+TEST(CliRanks, Bf16GradientsSayWhatTheyNeed) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  const std::string none = " --data-dir " + (dir / "none").string();
+  expect_one_error_line(noeira(dir, "train --grad-dtype bf16" + none),
+                        "--grad-dtype bf16 reduces the gradients as they are held, in bf16 with "
+                        "fp32 sums: add --reduce-dtype bf16");
+  expect_one_error_line(
+      noeira(dir, "train --grad-dtype bf16 --reduce-dtype bf16 --accum 2" + none),
+      "--grad-dtype bf16 with --accum 2: the micro-batches' sums would be rounded to bfloat16 at "
+      "every add; accumulate in fp32 gradients (--grad-dtype fp32)");
+}
+
 // A process with more threads than the CPUs it may run on (as `mpirun -np 1 noeira train
 // --threads 2` is: Open MPI binds a rank to one core) says so in its header, and how to give the
 // rank its cores; one within its CPUs does not.

@@ -27,6 +27,7 @@ struct TrainerRun {
   std::vector<float> params;                // rank 0's full parameters after the run
   std::vector<std::vector<float>> buffers;  // every rank's buffers, concatenated in walk order
   std::vector<double> losses;               // rank 0's step records' losses
+  std::vector<double> grad_norms;           // and their gradient norms (before any clip)
   TrainSummary summary;                     // rank 0's
 };
 
@@ -37,6 +38,7 @@ struct TrainerSetup {
   std::filesystem::path resume;  // a checkpoint to resume from (empty: none)
   bool checkpoint_activations = false;  // the blocks recompute their forward in vjp
   Precision precision = Precision::Fp32;  // of the matrix products (--precision)
+  double grad_clip = 0.0;                 // the small runs' --grad-clip (0: none)
 };
 
 // `count` samples of `features` values uniform in [-1, 2) (as bytes), labels 0..4 in turn: a
@@ -96,7 +98,9 @@ TrainerRun train_simulated(dist::Policy policy, int ranks, const TrainConfig& cf
     std::istringstream lines(out.str());
     for (std::string line; std::getline(lines, line);) {
       const nlohmann::json j = nlohmann::json::parse(line);
-      if (j["type"] == "step") run.losses.push_back(j["loss"].get<double>());
+      if (j["type"] != "step") continue;
+      run.losses.push_back(j["loss"].get<double>());
+      run.grad_norms.push_back(j["grad_norm"].get<double>());
     }
   });
   for (int r = 1; r < ranks; ++r) {

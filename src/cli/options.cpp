@@ -258,6 +258,10 @@ void add_train_command(CLI::App& app, Command& c) {
                "bfloat16, summed in fp32 in rank order, rounded once; gradients, optimizer and "
                "checkpoints stay fp32)")
       ->check(CLI::IsMember(kReduceDtypeNames.names()));
+  a.add_option("--grad-dtype", t.grad_dtype,
+               "What the gradients are held in: fp32, or bf16 (2 bytes each once their block's "
+               "backward is done, reduced as they are; needs --reduce-dtype bf16 and --accum 1)")
+      ->check(CLI::IsMember(kGradDtypeNames.names()));
   a.add_option("--zero3-persist-below", t.zero3_persist_below,
                "zero3: units of fewer parameters stay gathered on every rank, never gathered per "
                "forward and vjp (0: none; DeepSpeed's persistence threshold is 100000)")

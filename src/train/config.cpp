@@ -28,6 +28,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"log-every", c.log_every},
       {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
       {"bucket-mb", c.bucket_mb}, {"reduce-dtype", c.reduce_dtype},
+      {"grad-dtype", c.grad_dtype},
       {"watchdog-timeout", c.watchdog_timeout},
       {"zero3-persist-below", c.zero3_persist_below},
       {"no-zero3-prefetch", c.no_zero3_prefetch},
@@ -86,10 +87,26 @@ Precision parse_precision(std::string_view name) { return kPrecisionNames.parse(
 
 DType parse_reduce_dtype(std::string_view name) { return kReduceDtypeNames.parse(name); }
 
+DType parse_grad_dtype(std::string_view name) { return kGradDtypeNames.parse(name); }
+
 void validate(const TrainConfig& c) {
   (void)parse_device(c.device);
   (void)parse_precision(c.precision);
   (void)parse_reduce_dtype(c.reduce_dtype);
+  if (parse_grad_dtype(c.grad_dtype) == DType::BF16) {
+    // Said here, before anything is built: the reducer and the store refuse the same.
+    if (c.reduce_dtype != "bf16") {
+      throw InputError(
+          "--grad-dtype bf16 reduces the gradients as they are held, in bf16 with fp32 sums: "
+          "add --reduce-dtype bf16");
+    }
+    if (c.accum > 1) {
+      throw InputError(detail::concat(
+          "--grad-dtype bf16 with --accum ", c.accum,
+          ": the micro-batches' sums would be rounded to bfloat16 at every add; accumulate in "
+          "fp32 gradients (--grad-dtype fp32)"));
+    }
+  }
   auto positive = [](std::int64_t v, const char* flag) {
     if (v <= 0) throw InputError(detail::concat("--", flag, " must be positive, got ", v));
   };

@@ -25,6 +25,9 @@ inline constexpr NameTable<Precision, 2> kPrecisionNames{
 // The wire type of the gradient reductions (distributed/grad_reducer.hpp).
 inline constexpr NameTable<DType, 2> kReduceDtypeNames{
     {{{DType::F32, "fp32"}, {DType::BF16, "bf16"}}}, "--reduce-dtype"};
+// What the gradients are held in once final (distributed/param_store.hpp).
+inline constexpr NameTable<DType, 2> kGradDtypeNames{
+    {{{DType::F32, "fp32"}, {DType::BF16, "bf16"}}}, "--grad-dtype"};
 std::string_view to_string(LogFormat format);
 LogFormat parse_log_format(std::string_view name);
 
@@ -90,6 +93,9 @@ struct TrainConfig {
   // fp32 | bf16: what the gradient reductions send (bf16: rounded, summed in fp32, rounded once;
   // every policy's gradients then hold the same bits). Gradients stay fp32 everywhere else.
   std::string reduce_dtype = "fp32";
+  // fp32 | bf16: what the gradients are held in once their unit's vjp is done (bf16: 2 bytes
+  // each, reduced as they are; needs bf16 reductions and one micro-batch per step).
+  std::string grad_dtype = "fp32";
   std::int64_t zero3_persist_below = 0;  // ZeRO-3: smaller units stay gathered (PolicyOptions)
   bool no_zero3_prefetch = false;        // ZeRO-3: each gather when its unit starts
   bool checkpoint_activations = false;   // blocks recompute their forward in vjp
@@ -130,6 +136,7 @@ inline DType param_dtype_of(Precision precision) {
   return precision == Precision::Bf16 ? DType::BF16 : DType::F32;
 }
 DType parse_reduce_dtype(std::string_view name);
+DType parse_grad_dtype(std::string_view name);
 
 // Whether the run trains a language model on text (--data text) rather than classifying images.
 inline bool is_text(const TrainConfig& config) { return config.data == "text"; }

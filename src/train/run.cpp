@@ -52,6 +52,7 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
   o.prefetch = !cfg.no_zero3_prefetch;
   o.reduce_dtype = parse_reduce_dtype(cfg.reduce_dtype);
   o.param_dtype = param_dtype_of(parse_precision(cfg.precision));
+  o.grad_dtype = parse_grad_dtype(cfg.grad_dtype);
   return o;
 }
 
@@ -361,7 +362,9 @@ TrainOutcome run_train(const TrainConfig& given) {
                                    "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
                                    cfg.precision == "bf16" ? " (bf16 products)" : "",
                                    ", policy ", cfg.policy,
-                                   cfg.reduce_dtype == "bf16" ? " (bf16 reductions)" : "",
+                                   cfg.grad_dtype == "bf16"     ? " (bf16 gradients and reductions)"
+                                   : cfg.reduce_dtype == "bf16" ? " (bf16 reductions)"
+                                                                : "",
                                    ", threads per rank ", threads,
                                    // MPI: a process per rank; else every rank in this one
                                    oversubscription(mpi ? threads : world * threads),
