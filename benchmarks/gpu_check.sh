@@ -10,8 +10,9 @@
 #      preset at batch 100 and a 4096-wide MLP at batch 1024; samples/s, TFLOP/s and % of the
 #      GPU's peak), with TF32 off and then on;
 #   3. trains the mlp preset on Fashion-MNIST for one epoch on the GPU, on one rank (fp32, and
-#      with --precision bf16) and on two simulated ranks under ZeRO-3, and reads samples/s and
-#      test accuracy from the output;
+#      with --precision bf16) and on two simulated ranks (ZeRO-3; ZeRO-2 with bf16 reductions;
+#      DDP with bf16 products, gradients and reductions), and reads samples/s and test accuracy
+#      from the output;
 #   3b. trains gpt-char on the fortunes corpus for 300 steps on the GPU (validation loss must
 #      fall below 3) and generates from it;
 #   4. runs the NCCL process group's tests (benchmarks/nccl_check.sh, same build dir);
@@ -195,6 +196,8 @@ train 1-rank
 train 1-rank-bf16 --precision bf16
 train zero3-2-sim --sim-ranks 2 --policy zero3
 train zero2-2-sim-bf16-reductions --sim-ranks 2 --policy zero2 --reduce-dtype bf16
+train ddp-2-sim-bf16-grads --sim-ranks 2 --policy ddp --precision bf16 --reduce-dtype bf16 \
+  --grad-dtype bf16
 
 # --- 3b. a GPT on text: gpt-char for 300 steps on the GPU, then generation ----------------------
 text_dir=${TEXT_DIR:-/usr/share/games/fortunes}
@@ -256,6 +259,8 @@ fi
 echo "train mlp, Fashion-MNIST, 1 epoch, 1 rank:           ${train_summary[1-rank]}"
 echo "train mlp, Fashion-MNIST, 1 epoch, 1 rank, bf16:     ${train_summary[1-rank-bf16]}"
 echo "train mlp, Fashion-MNIST, 1 epoch, 2 sim ranks zero3: ${train_summary[zero3-2-sim]}"
+echo "train mlp, 1 epoch, 2 sim ranks zero2, bf16 reductions: ${train_summary[zero2-2-sim-bf16-reductions]}"
+echo "train mlp, 1 epoch, 2 sim ranks ddp, bf16 everything:   ${train_summary[ddp-2-sim-bf16-grads]}"
 echo "train gpt-char, fortunes, 300 steps, 1 rank:         $gpt_summary"
 echo "NCCL tests:   $([ "$nccl_status" -eq 0 ] && echo passed || echo "FAILED (exit $nccl_status)")"
 if [ "$total_s" -gt "$budget_s" ]; then

@@ -427,6 +427,29 @@ TEST_F(DistNccl, PolicyContractsOnTheGpus) {
   }
 }
 
+// bf16 gradients between GPUs (--grad-dtype bf16): held in bf16, reduced by NCCL's bf16 sums in
+// rank order, they train the bits of fp32 gradients with bf16 reductions under every policy,
+// clipped every step.
+TEST_F(DistNccl, Bf16GradientsTrainTheBitsOfBf16Reductions) {
+  using namespace harness;
+  const std::unique_ptr<ProcessGroup> group =
+      make_nccl_process_group(ProcessGroupOptions{std::chrono::seconds(60)}, nullptr);
+  for (Policy p : {Policy::Ddp, Policy::Zero1, Policy::Zero2, Policy::Zero3}) {
+    SCOPED_TRACE(to_string(p));
+    RunOptions o{p, group->size()};
+    o.target = Target::Cuda;
+    o.clip = 0.05;
+    o.reduce_dtype = DType::BF16;
+    const RankResult wire = train_rank(*group, o);
+    o.grad_dtype = DType::BF16;
+    const RankResult grads = train_rank(*group, o);
+    EXPECT_EQ(grads.params, wire.params);
+    EXPECT_EQ(grads.norms, wire.norms);
+    EXPECT_LT(grads.losses.back(), grads.losses.front());
+    EXPECT_TRUE(same_on_every_rank(grads.params));
+  }
+}
+
 TEST(DistNcclSetup, RefusedWithoutGpuWithAClearMessage) {
   if (visible_cuda_devices() > 0) GTEST_SKIP() << "a GPU is present: the refusal cannot happen";
   try {

@@ -94,6 +94,7 @@ struct RunOptions {
   std::int64_t bucket_elements = 64;  // several buckets for the small net
   Target target = Target::Cpu;        // the group's buffer target
   DType reduce_dtype = DType::F32;     // the gradient reductions' wire (--reduce-dtype)
+  DType grad_dtype = DType::F32;       // what the gradients are held in (--grad-dtype)
 };
 
 // Everything one rank does in a run: build, broadcast, train kSteps, report. The same code runs
@@ -114,7 +115,9 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
   Net model(Init(o.target, init_spec(o.rank_seeds ? 7 + 1000 * r : 7)));
   result.before_broadcast = walk_values(model);
   Context ctx = Context::for_target(o.target, stream.get());
-  ShardingPolicy policy(o.policy, walk_units(model), pg, ctx, PolicyOptions{o.bucket_elements, 32, 0, true, o.reduce_dtype});
+  PolicyOptions options{o.bucket_elements, 32, 0, true, o.reduce_dtype};
+  options.grad_dtype = o.grad_dtype;
+  ShardingPolicy policy(o.policy, walk_units(model), pg, ctx, options);
   policy.broadcast_initial_parameters();
   Optimizer opt(adam());
   CrossEntropyLoss loss;
