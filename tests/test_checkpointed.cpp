@@ -4,6 +4,9 @@
 // grow and shrink, evaluation and generation after it); its blocks share one block's buffers, so
 // the step's tensor bytes grow by the checkpoints alone with each block; and a unit inside a
 // checkpointed module is refused under a policy. On a GPU (skipped without one), the same on device.
+// And Repeat's shared backward buffers (ctx.shared_vjp_buffers, nn/repeat.hpp): the GPT's and
+// the ViT's blocks give the bits of blocks with buffers of their own, plainly and checkpointed,
+// while a block adds no backward bytes to the step.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -21,6 +24,7 @@
 #include "nn/gpt.hpp"
 #include "nn/layernorm.hpp"
 #include "nn/linear.hpp"
+#include "nn/repeat.hpp"
 #include "nn/residual.hpp"
 #include "nn/resnet.hpp"
 #include "nn/sequential.hpp"
@@ -40,6 +44,13 @@ using DropoutNet =
 using SmallGpt = Gpt<GptShape{40, 8, 3, 2, 16}>;
 using SmallVit = Vit<VitShape{ImageShape{1, 8, 8}, 4, 2, 2, 16, 4}>;
 using SmallResNet = ResNetCifar<ImageShape{1, 8, 8}, 1, 3>;
+// Repeats whose copies write their input gradient first (a Linear's product) and whose copies
+// write it last (a residual sum): with one arena for every copy, each product would write its
+// input gradient over the gradient it reads (these widths are large enough for the product to
+// read it in blocks, so the test then fails).
+using RepeatChain = Sequential<Linear<6, 512>, Repeat<3, Linear<512, 512>>, Linear<512, 8>,
+                               Repeat<3, Residual<Sequential<LayerNorm<8>, LinearGELU<8, 8>>>>,
+                               Linear<8, 3>>;
 
 const Init kInit(Target::Cpu, InitSpec{InitKind::Normal, 0.0f, 0.1f, 7});
 
@@ -79,8 +90,10 @@ Tensor input_of(std::int64_t rows, std::uint32_t seed, Target target = Target::C
 
 // A training step: forward, the gradient of Σ y·w for fixed weights w, vjp.
 template <class M>
-Pass step(M& model, const Tensor& x, ScratchArena* arena, std::uint64_t step_index) {
+Pass step(M& model, const Tensor& x, ScratchArena* arena, std::uint64_t step_index,
+          bool shared_vjp_buffers = true) {
   Context ctx = Context::for_target(x.target());
+  ctx.shared_vjp_buffers = shared_vjp_buffers;
   ctx.seed = 11;
   ctx.step = step_index;
   ctx.row_offset = 3;
@@ -181,29 +194,74 @@ TEST(Checkpointed, GenerationAfterCheckpointedTrainingIsThePlainModels) {
 
 // The tensor bytes of a model's first training step beyond what it held before.
 template <class M>
-std::int64_t first_step_bytes(std::int64_t batch, bool checkpoint) {
+std::int64_t first_step_bytes(std::int64_t batch, bool checkpoint, bool shared_vjp_buffers) {
   M model(kInit);
   ScratchArena arena;
   const Tensor ids = input_of<M>(batch, 1);
   reset_peak_tensor_bytes(Target::Cpu);
   const std::int64_t before = tensor_bytes(Target::Cpu).live;
-  step(model, ids, checkpoint ? &arena : nullptr, 0);
+  step(model, ids, checkpoint ? &arena : nullptr, 0, shared_vjp_buffers);
   return tensor_bytes(Target::Cpu).peak - before;
 }
 
-TEST(Checkpointed, BlocksShareOneBlocksBuffersAndKeepTheirCheckpoints) {
+// The bytes one more block adds to the first step: six blocks' step beyond two blocks', over 4.
+std::int64_t per_block(bool checkpoint, bool shared_vjp_buffers) {
   using Two = Gpt<GptShape{40, 32, 2, 2, 32}>;
   using Six = Gpt<GptShape{40, 32, 6, 2, 32}>;
-  constexpr std::int64_t kBatch = 4;
-  // Each block's output and input gradient: what a checkpointed block keeps.
-  constexpr std::int64_t kCheckpoint = 2 * kBatch * 32 * 32 * 4;
-  const std::int64_t plain_per_block =
-      (first_step_bytes<Six>(kBatch, false) - first_step_bytes<Two>(kBatch, false)) / 4;
-  const std::int64_t checkpointed_per_block =
-      (first_step_bytes<Six>(kBatch, true) - first_step_bytes<Two>(kBatch, true)) / 4;
-  EXPECT_EQ(checkpointed_per_block, kCheckpoint);
-  // A block's attention probabilities alone ([B, heads, T, T], with their gradient) are as large.
-  EXPECT_GT(plain_per_block, 5 * kCheckpoint) << "plain: " << plain_per_block;
+  return (first_step_bytes<Six>(4, checkpoint, shared_vjp_buffers) -
+          first_step_bytes<Two>(4, checkpoint, shared_vjp_buffers)) /
+         4;
+}
+
+TEST(Checkpointed, BlocksShareOneBlocksBuffersAndKeepTheirCheckpoints) {
+  // A block's output [B, T, C]: what a checkpointed block keeps; with buffers of its own for the
+  // backward, its input gradient as well.
+  constexpr std::int64_t kOutput = 4 * 32 * 32 * 4;
+  EXPECT_EQ(per_block(true, true), kOutput);
+  EXPECT_EQ(per_block(true, false), 2 * kOutput);
+  // Plainly, the backward buffers shared by the blocks take nothing per block: what is left is
+  // the forward's, among them the attention probabilities [B, heads, T, T] (as large as kOutput).
+  const std::int64_t shared = per_block(false, true);
+  const std::int64_t own = per_block(false, false);
+  EXPECT_GT(shared, 5 * kOutput) << "shared: " << shared;
+  // What a block's backward held of its own: its input gradient, the probabilities' gradient and
+  // the rest, all of it gone.
+  EXPECT_GT(own - shared, 4 * kOutput) << "own: " << own << ", shared: " << shared;
+}
+
+// The same blocks with buffers of their own for the backward and with Repeat's shared ones:
+// steps at batch sizes that grow and shrink, plainly and checkpointed, then a step with buffers
+// of their own again after the shared ones.
+template <class M>
+void expect_shared_vjp_buffers_change_no_bit(const std::vector<std::int64_t>& batches,
+                                             Target target = Target::Cpu) {
+  const Init init(target, kInit.spec());
+  M own(init);
+  M shared(init);
+  M checkpointed_own(init);
+  M checkpointed_shared(init);
+  ScratchArena arena_own, arena_shared;
+  for (std::size_t s = 0; s < batches.size(); ++s) {
+    const Tensor x = input_of<M>(batches[s], static_cast<std::uint32_t>(s + 1), target);
+    const std::string where = "step " + std::to_string(s) + ", batch " + std::to_string(batches[s]);
+    const Pass reference = step(own, x, nullptr, s, false);
+    expect_same(reference, step(shared, x, nullptr, s, true), where);
+    expect_same(reference, step(checkpointed_own, x, &arena_own, s, false), where + ", ckpt");
+    expect_same(reference, step(checkpointed_shared, x, &arena_shared, s, true), where + ", ckpt");
+  }
+  const Tensor x = input_of<M>(batches.back() + 1, 99, target);
+  expect_same(step(own, x, nullptr, 7, false), step(shared, x, nullptr, 7, false), "after");
+}
+
+TEST(SharedVjpBuffers, GptAndVitChangeNoBit) {
+  expect_shared_vjp_buffers_change_no_bit<RepeatChain>({24, 40, 8});
+  expect_shared_vjp_buffers_change_no_bit<SmallGpt>({2, 3, 1});
+  expect_shared_vjp_buffers_change_no_bit<SmallVit>({3, 5, 2});
+}
+
+TEST(CudaSharedVjpBuffers, GptChangesNoBitOnTheGpu) {
+  NOEIRA_REQUIRE_GPU();
+  expect_shared_vjp_buffers_change_no_bit<SmallGpt>({2, 3, 1}, Target::Cuda);
 }
 
 TEST(Checkpointed, AUnitInsideIsRefusedUnderAPolicy) {

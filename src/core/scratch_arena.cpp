@@ -18,6 +18,18 @@ std::shared_ptr<Storage> ScratchArena::next(Target target, std::size_t bytes) {
   return slot;
 }
 
+bool ScratchArena::holds(const Tensor& t) const {
+  if (!t.storage_) return false;
+  for (const std::shared_ptr<Storage>& slot : slots_) {
+    if (slot == t.storage_) return true;
+  }
+  return false;
+}
+
+ScratchPause::ScratchPause() : paused_(active_arena) { active_arena = nullptr; }
+
+ScratchPause::~ScratchPause() { active_arena = paused_; }
+
 ScratchScope::ScratchScope(ScratchArena& arena) : arena_(arena), previous_(active_arena) {
   // Only the outermost scope starts from slot 0: an inner one must not reuse the slots of the
   // outer one's buffers, which are still in use.

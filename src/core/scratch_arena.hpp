@@ -25,6 +25,8 @@ class ScratchArena {
   ScratchArena& operator=(const ScratchArena&) = delete;
 
   std::size_t slots() const { return slots_.size(); }
+  // Whether t's storage is one of this arena's slots (views of one included).
+  bool holds(const Tensor& t) const;
 
   // The arena of the innermost open scope on this thread, or null.
   static ScratchArena* active();
@@ -51,6 +53,19 @@ class ScratchScope {
  private:
   ScratchArena& arena_;
   ScratchArena* previous_;
+};
+
+// Suspends the active arena for the life of the scope: what runs inside (a sharding policy's unit
+// hooks, which keep buffers of their own) allocates as if no scope were open.
+class ScratchPause {
+ public:
+  ScratchPause();
+  ~ScratchPause();
+  ScratchPause(const ScratchPause&) = delete;
+  ScratchPause& operator=(const ScratchPause&) = delete;
+
+ private:
+  ScratchArena* paused_;
 };
 
 }  // namespace noeira

@@ -151,6 +151,7 @@ class Tensor {
   void upload_bytes(const void* host, std::size_t count, std::size_t elem_bytes);
   void download_bytes(void* host, std::size_t bytes) const;
 
+  friend class ScratchArena;  // holds(): which storage a tensor shares
   std::shared_ptr<Storage> storage_;
   std::shared_ptr<const std::string> absent_reason_;  // set only by absent()
   std::int64_t offset_ = 0;  // in elements

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/module.hpp"
+#include "core/scratch_arena.hpp"
 
 namespace noeira {
 
@@ -27,17 +28,31 @@ class Unit {
 
   explicit Unit(const Init& init) : inner_(init) {}
 
+  // The hooks run outside any scratch scope (a Repeat's vjp runs its copies in one): the
+  // policy's buffers are its own, never an arena's slot.
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    if (ctx.units != nullptr) ctx.units->before_forward(checked_index());
+    if (ctx.units != nullptr) {
+      ScratchPause pause;
+      ctx.units->before_forward(checked_index());
+    }
     const Tensor& y = inner_.forward(ctx, x);
-    if (ctx.units != nullptr) ctx.units->after_forward(index_);
+    if (ctx.units != nullptr) {
+      ScratchPause pause;
+      ctx.units->after_forward(index_);
+    }
     return y;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    if (ctx.units != nullptr) ctx.units->before_vjp(checked_index());
+    if (ctx.units != nullptr) {
+      ScratchPause pause;
+      ctx.units->before_vjp(checked_index());
+    }
     const Tensor& dx = inner_.vjp(ctx, dy, input_grad);
-    if (ctx.units != nullptr) ctx.units->after_vjp(index_);
+    if (ctx.units != nullptr) {
+      ScratchPause pause;
+      ctx.units->after_vjp(index_);
+    }
     return dx;
   }
 
