@@ -122,8 +122,11 @@ template <std::size_t I, class Seq>
 const Tensor& vjp_from(Seq& model, Context& ctx, const Tensor& dy, InputGrad input_grad,
                        UnitHooks& hooks) {
   hooks.before_vjp(I);
+  // The children's buffers shared as Sequential's own vjp shares them, the hooks outside.
   const Tensor& dx =
-      model.template child<I>().vjp(ctx, dy, I == 0 ? input_grad : InputGrad::Compute);
+      model.vjp_arenas().run(ctx.shared_vjp_buffers, dy, [&]() -> const Tensor& {
+        return model.template child<I>().vjp(ctx, dy, I == 0 ? input_grad : InputGrad::Compute);
+      });
   hooks.after_vjp(I);
   if constexpr (I == 0) {
     return dx;

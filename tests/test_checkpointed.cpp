@@ -253,15 +253,33 @@ void expect_shared_vjp_buffers_change_no_bit(const std::vector<std::int64_t>& ba
   expect_same(step(own, x, nullptr, 7, false), step(shared, x, nullptr, 7, false), "after");
 }
 
-TEST(SharedVjpBuffers, GptAndVitChangeNoBit) {
+TEST(SharedVjpBuffers, ChainsChangeNoBit) {
   expect_shared_vjp_buffers_change_no_bit<RepeatChain>({24, 40, 8});
+  expect_shared_vjp_buffers_change_no_bit<DropoutNet>({5, 9, 3});
+  expect_shared_vjp_buffers_change_no_bit<SmallResNet>({3, 4, 2});
   expect_shared_vjp_buffers_change_no_bit<SmallGpt>({2, 3, 1});
   expect_shared_vjp_buffers_change_no_bit<SmallVit>({3, 5, 2});
 }
 
-TEST(CudaSharedVjpBuffers, GptChangesNoBitOnTheGpu) {
+TEST(CudaSharedVjpBuffers, GptAndResnetChangeNoBitOnTheGpu) {
   NOEIRA_REQUIRE_GPU();
   expect_shared_vjp_buffers_change_no_bit<SmallGpt>({2, 3, 1}, Target::Cuda);
+  expect_shared_vjp_buffers_change_no_bit<SmallResNet>({3, 4, 2}, Target::Cuda);
+}
+
+// A Sequential's children share their backward buffers too: each layer of a deep stack adds its
+// output to the step, no more; with buffers of their own, its input gradient as well.
+TEST(SharedVjpBuffers, SequentialLayersAddOnlyTheirOutputs) {
+  using Four = Sequential<Linear<256, 256>, Linear<256, 256>, Linear<256, 256>, Linear<256, 256>>;
+  using Eight = Sequential<Linear<256, 256>, Linear<256, 256>, Linear<256, 256>, Linear<256, 256>,
+                           Linear<256, 256>, Linear<256, 256>, Linear<256, 256>, Linear<256, 256>>;
+  constexpr std::int64_t kOutput = 32 * 256 * 4;
+  const auto per_layer = [](bool shared) {
+    return (first_step_bytes<Eight>(32, false, shared) - first_step_bytes<Four>(32, false, shared)) /
+           4;
+  };
+  EXPECT_EQ(per_layer(true), kOutput);
+  EXPECT_EQ(per_layer(false), 2 * kOutput);
 }
 
 TEST(Checkpointed, AUnitInsideIsRefusedUnderAPolicy) {

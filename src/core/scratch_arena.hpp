@@ -10,6 +10,7 @@
 // drops it and allocates its own (core/tensor.cpp), so a module run plainly after a checkpointed
 // run never shares a buffer with another block. A scope opened while one is open continues the
 // slot count (checkpointed modules nest without overwriting the outer one's buffers).
+#include <array>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -53,6 +54,31 @@ class ScratchScope {
  private:
   ScratchArena& arena_;
   ScratchArena* previous_;
+};
+
+// The backward buffers of a chain of modules (Repeat's copies, Sequential's children: each link
+// reads only the gradient the next link returned, and returns one only the link before it reads).
+// Each link's vjp runs in a ScratchScope on one of two arenas, the one that does not hold the
+// gradient it reads, so every buffer a link's vjp sizes shares storage with those of every link
+// but its neighbours: two links' worth for the chain. A link's vjp must size only backward buffers
+// (none its forward filled). The chain outermost on the call stack owns them: inside another
+// scope (an enclosing chain's link, a checkpointed block) a link's buffers are already that
+// scope's slots, and ctx.shared_vjp_buffers = false gives every link its own.
+class ChainArenas {
+ public:
+  // Runs vjp() (a link's vjp, given the gradient g it reads) in the arena that does not hold g,
+  // or plainly where the chain shares nothing (above).
+  template <class Vjp>
+  decltype(auto) run(bool shared, const Tensor& g, Vjp&& vjp) {
+    if (!shared || ScratchArena::active() != nullptr) return vjp();
+    if (!arenas_) arenas_ = std::make_unique<std::array<ScratchArena, 2>>();
+    std::array<ScratchArena, 2>& a = *arenas_;
+    ScratchScope scope(a[0].holds(g) ? a[1] : a[0]);
+    return vjp();
+  }
+
+ private:
+  std::unique_ptr<std::array<ScratchArena, 2>> arenas_;  // on first use; movable with its chain
 };
 
 // Suspends the active arena for the life of the scope: what runs inside (a sharding policy's unit

@@ -2,18 +2,12 @@
 // Repeat<K, M>: K independent copies of M applied in sequence, as Sequential<M, ..., M> would
 // (copy i is named "i" in the walk and initialized from its own path, so the copies differ).
 //
-// Backward memory: each copy's vjp runs in a ScratchScope (core/scratch_arena.hpp) on one of two
-// arenas, the one that does not hold the gradient it reads, so every buffer a copy's vjp sizes
-// (its input gradient, the attention scores' gradient, ...) shares storage with those of every
-// other copy but its neighbours: two copies' worth for all K, where each copy held its own. A copy
-// reads only the gradient the copy after it returned, which lies in the other arena, and returns
-// one that only the copy before it reads: the chain is why this is safe here and not in general.
-// A copy's vjp must size only backward buffers (none its forward filled), and a Unit's hooks run
-// outside the scope (nn/unit.hpp). ctx.shared_vjp_buffers = false gives each copy its own.
+// The copies are a chain: their backward buffers (input gradients, the attention scores'
+// gradient, ...) share two copies' storage (core/scratch_arena.hpp's ChainArenas), where each
+// copy held its own.
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <utility>
 
@@ -44,13 +38,8 @@ class Repeat {
     const Tensor* g = &dy;
     for (std::size_t i = K; i-- > 0;) {
       const InputGrad wanted = i == 0 ? input_grad : InputGrad::Compute;
-      if (!ctx.shared_vjp_buffers) {
-        g = &copies_[i].vjp(ctx, *g, wanted);
-        continue;
-      }
-      std::array<ScratchArena, 2>& arenas = *arenas_;
-      ScratchScope scope(arenas[0].holds(*g) ? arenas[1] : arenas[0]);
-      g = &copies_[i].vjp(ctx, *g, wanted);
+      g = &arenas_.run(ctx.shared_vjp_buffers, *g,
+                       [&]() -> const Tensor& { return copies_[i].vjp(ctx, *g, wanted); });
     }
     return *g;
   }
@@ -71,9 +60,7 @@ class Repeat {
   }
 
   std::array<M, K> copies_;
-  // The copies' backward buffers (above); on the heap, so that a Repeat moves like its copies.
-  std::unique_ptr<std::array<ScratchArena, 2>> arenas_ =
-      std::make_unique<std::array<ScratchArena, 2>>();
+  ChainArenas arenas_;  // the copies' backward buffers
 };
 
 }  // namespace noeira

@@ -1,11 +1,13 @@
 #pragma once
 // Sequential<M0, M1, ...>: children applied in order; child i is named "i" in the walk.
-// The dims must chain at compile time.
+// The dims must chain at compile time. The children are a chain: their backward buffers share two
+// children's storage (core/scratch_arena.hpp's ChainArenas).
 #include <cstddef>
 #include <tuple>
 #include <utility>
 
 #include "core/module.hpp"
+#include "core/scratch_arena.hpp"
 #include "nn/indexed_children.hpp"
 
 namespace noeira {
@@ -47,6 +49,10 @@ class Sequential {
   template <std::size_t I>
   auto& child() { return children_.template get<I>(); }
 
+  // The children's backward buffers, for drivers that run the children's vjps themselves
+  // (distributed/units.hpp).
+  ChainArenas& vjp_arenas() { return arenas_; }
+
  private:
   template <std::size_t I>
   const Tensor& forward_from(Context& ctx, const Tensor& x) {
@@ -60,15 +66,18 @@ class Sequential {
 
   template <std::size_t I>
   const Tensor& vjp_from(Context& ctx, const Tensor& dy, InputGrad input_grad) {
+    const Tensor& dx = arenas_.run(ctx.shared_vjp_buffers, dy, [&]() -> const Tensor& {
+      return children_.template get<I>().vjp(ctx, dy, I == 0 ? input_grad : InputGrad::Compute);
+    });
     if constexpr (I == 0) {
-      return children_.template get<0>().vjp(ctx, dy, input_grad);
+      return dx;
     } else {
-      const Tensor& dx = children_.template get<I>().vjp(ctx, dy, InputGrad::Compute);
       return vjp_from<I - 1>(ctx, dx, input_grad);
     }
   }
 
   IndexedChildren<Ms...> children_;
+  ChainArenas arenas_;
 };
 
 }  // namespace noeira
