@@ -195,8 +195,8 @@ train() {  # train <label> [flags...]: one epoch of the mlp preset on the GPU
 train 1-rank
 train 1-rank-bf16 --precision bf16
 train zero3-2-sim --sim-ranks 2 --policy zero3
-train zero2-2-sim-bf16-reductions --sim-ranks 2 --policy zero2 --reduce-dtype bf16
-train ddp-2-sim-bf16-grads --sim-ranks 2 --policy ddp --precision bf16 --reduce-dtype bf16 \
+train zero2-bf16-wire --sim-ranks 2 --policy zero2 --reduce-dtype bf16
+train ddp-bf16-grads --sim-ranks 2 --policy ddp --precision bf16 --reduce-dtype bf16 \
   --grad-dtype bf16
 
 # --- 3b. a GPT on text: gpt-char for 300 steps on the GPU, then generation ----------------------
@@ -259,8 +259,8 @@ fi
 echo "train mlp, Fashion-MNIST, 1 epoch, 1 rank:           ${train_summary[1-rank]}"
 echo "train mlp, Fashion-MNIST, 1 epoch, 1 rank, bf16:     ${train_summary[1-rank-bf16]}"
 echo "train mlp, Fashion-MNIST, 1 epoch, 2 sim ranks zero3: ${train_summary[zero3-2-sim]}"
-echo "train mlp, 1 epoch, 2 sim ranks zero2, bf16 reductions: ${train_summary[zero2-2-sim-bf16-reductions]}"
-echo "train mlp, 1 epoch, 2 sim ranks ddp, bf16 everything:   ${train_summary[ddp-2-sim-bf16-grads]}"
+echo "train mlp, 2 sim ranks zero2, bf16 reductions:        ${train_summary[zero2-bf16-wire]}"
+echo "train mlp, 2 sim ranks ddp, bf16 grads and products:  ${train_summary[ddp-bf16-grads]}"
 echo "train gpt-char, fortunes, 300 steps, 1 rank:         $gpt_summary"
 echo "NCCL tests:   $([ "$nccl_status" -eq 0 ] && echo passed || echo "FAILED (exit $nccl_status)")"
 if [ "$total_s" -gt "$budget_s" ]; then

@@ -21,8 +21,8 @@
 // DDP and ZeRO-1 in fp32 also accept a plain model.forward / model.vjp followed by
 // reduce_gradients() (no overlap); ZeRO-2/3 need the unit drivers (their gradient handles exist
 // only inside a unit's vjp), and so does every policy under mixed precision (a unit's bf16 values
-// are expanded only inside its hooks) and under bf16 gradients (rounded after each unit's vjp); reading a handle outside them is an error naming the
-// parameter.
+// are expanded only inside its hooks) and under bf16 gradients (rounded after each unit's vjp);
+// reading a handle outside them is an error naming the parameter.
 #include <cstdint>
 #include <vector>
 

@@ -275,8 +275,8 @@ TEST(SharedVjpBuffers, SequentialLayersAddOnlyTheirOutputs) {
                            Linear<256, 256>, Linear<256, 256>, Linear<256, 256>, Linear<256, 256>>;
   constexpr std::int64_t kOutput = 32 * 256 * 4;
   const auto per_layer = [](bool shared) {
-    return (first_step_bytes<Eight>(32, false, shared) - first_step_bytes<Four>(32, false, shared)) /
-           4;
+    const std::int64_t eight = first_step_bytes<Eight>(32, false, shared);
+    return (eight - first_step_bytes<Four>(32, false, shared)) / 4;
   };
   EXPECT_EQ(per_layer(true), kOutput);
   EXPECT_EQ(per_layer(false), 2 * kOutput);

@@ -93,7 +93,7 @@ dist::harness::RankResult harness_run(dist::Policy p, int ranks, Target target, 
         results[static_cast<std::size_t>(pg.rank())] = dist::harness::train_rank(pg, o);
       },
       {}, target);
-  for (int r = 1; r < ranks; ++r) EXPECT_EQ(results[static_cast<std::size_t>(r)].params, results[0].params);
+  for (std::size_t r = 1; r < results.size(); ++r) EXPECT_EQ(results[r].params, results[0].params);
   return results[0];
 }
 

@@ -64,9 +64,10 @@ struct Context {
   // output, run their inner modules on this arena's buffers and recompute them in vjp. Null: they
   // keep their activations like any module.
   ScratchArena* scratch = nullptr;
-  // Repeat's copies (nn/repeat.hpp) run their vjps on two alternating scratch arenas: the input
-  // gradients and backward buffers of all blocks share two blocks' storage. False: every copy
-  // keeps its own (the same gradients, bit for bit; the tests compare the two).
+  // The links of a chain (Repeat's copies, the outermost Sequential's children) run their vjps on
+  // two alternating scratch arenas (core/scratch_arena.hpp's ChainArenas): the input gradients and
+  // backward buffers of all links share two links' storage. False: every link keeps its own (the
+  // same gradients, bit for bit; the tests compare the two).
   bool shared_vjp_buffers = true;
   // A checkpointed module's vjp is running its forward again: a leaf whose forward changes state
   // beyond its buffers (BatchNorm's running estimates) must not change it a second time.
