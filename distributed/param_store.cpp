@@ -203,11 +203,15 @@ float* ParamStore::full_values() {
   return values_.data();
 }
 
+std::uint16_t* ParamStore::owned_bf16(Tensor& buffer, Extent extent, std::size_t unit) {
+  return buffer.as<std::uint16_t>() + (extent == Extent::Slice
+                                           ? layout_.shard_offset[unit]
+                                           : layout_.full_offset[unit] + owned(unit).begin);
+}
+
 std::uint16_t* ParamStore::owned_compute(std::size_t unit) {
   NOEIRA_CHECK(mixed_, "parameter store: no bf16 compute copy without mixed precision");
-  return compute_.as<std::uint16_t>() +
-         (residency_.params == Extent::Slice ? layout_.shard_offset[unit]
-                                             : layout_.full_offset[unit] + owned(unit).begin);
+  return owned_bf16(compute_, residency_.params, unit);
 }
 
 std::uint16_t* ParamStore::unit_compute(std::size_t unit) {
@@ -258,9 +262,7 @@ float* ParamStore::owned_grads(std::size_t unit) {
 std::uint16_t* ParamStore::owned_bf16_grads(std::size_t unit) {
   NOEIRA_CHECK(bf16_grads_, "parameter store: the gradients are fp32");
   // Pinned units too: their reduced range lands here, out of their whole fp32 copy.
-  return grads_.as<std::uint16_t>() +
-         (residency_.grads == Extent::Slice ? layout_.shard_offset[unit]
-                                            : layout_.full_offset[unit] + owned(unit).begin);
+  return owned_bf16(grads_, residency_.grads, unit);
 }
 
 std::uint16_t* ParamStore::unit_bf16_grads(std::size_t unit) {

@@ -230,6 +230,8 @@ class ParamStore {
  private:
   // Unit u's owned range in a buffer of the given extent (null for an unallocated buffer).
   float* owned_of(Extent extent, Tensor& buffer, Tensor& pinned, std::size_t unit);
+  // Unit u's owned range in a bf16 buffer of the given extent (the compute copy, bf16 gradients).
+  std::uint16_t* owned_bf16(Tensor& buffer, Extent extent, std::size_t unit);
   // Unit u's owned range in a buffer of the optimizer state's extent (m, v, mixed precision's
   // masters): a rank updates the whole unit there, or its slice.
   float* owned_in_state(Tensor& buffer, std::size_t unit);
