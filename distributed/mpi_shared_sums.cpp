@@ -63,8 +63,6 @@ static_assert(sizeof(SharedSums::Counters) <= kCountersBytes);
 // Small enough that a chunk, the peers' and the buffer's part stay in a core's L2 (on a 2-core
 // Zen 5 machine 0.5 MiB moved 1–4 MiB allreduces at 1.5–2x the speed of 8 MiB regions).
 constexpr double kDefaultRegionMiB = 0.5;
-// An allreduce below this goes through the regions even when its buffer is in a block (start()).
-constexpr std::size_t kSmallAllreduceBytes = 16 * 1024;
 
 bool turned_on() {
   const char* v = std::getenv("NOEIRA_SHARED_MEMORY");
@@ -287,15 +285,13 @@ std::unique_ptr<WorkImpl> SharedSums::start(const CollectiveCall& call) {
   op->call = call;
   // In place when the buffer the peers will touch (an all-gather's output, the others' input)
   // lies in this rank's part of a block (the peers check that theirs does too before anything is
-  // read). Not a small allreduce: its copies cost less than the wait for every peer's release at
-  // its end (measured on 2 ranks: 1 KiB in 1.8 µs in place against 1.2 through the regions; from
-  // 16 KiB on, in place is the faster).
+  // read). Every size: since an allreduce pushes its folded slice, in place is no slower than the
+  // regions even at 1 KiB (2 ranks: 1.3–1.8 µs against 1.8; 4 ranks on 2 cores: 7.6–7.8 against
+  // 8.0–8.3), and faster from 4 KiB on.
   const bool gather = call.kind == Collective::AllGather;
   const char* shared = gather ? static_cast<const char*>(call.out.data) : call.in.bytes_begin();
   const std::size_t bytes = gather ? call.out.bytes() : call.in.bytes();
-  const bool small_allreduce =
-      call.kind == Collective::AllReduce && call.in.bytes() < kSmallAllreduceBytes;
-  if (!small_allreduce && bytes > 0) {
+  if (bytes > 0) {
     for (const std::weak_ptr<Block>& weak : blocks_) {
       std::shared_ptr<Block> block = weak.lock();
       if (!block) continue;

@@ -24,7 +24,7 @@
 // and names the rank. The poll yields the core between looks, for oversubscribed ranks.
 //
 // In place: a buffer from allocate() (the group's shared_memory) is memory every peer maps. An
-// allreduce (from 16 KiB) or a reduce-scatter whose input lies in such a buffer on every rank, or
+// allreduce or a reduce-scatter whose input lies in such a buffer on every rank, or
 // an all-gather whose output does, moves without the regions: each rank folds its slice
 // (allreduce) or segment (reduce-scatter) straight from the peers' inputs, and writes what goes
 // to the peers straight into their buffers: an allreduce its folded slice, an all-gather its
