@@ -267,6 +267,40 @@ TEST(CudaSharedVjpBuffers, GptAndResnetChangeNoBitOnTheGpu) {
   expect_shared_vjp_buffers_change_no_bit<SmallResNet>({3, 4, 2}, Target::Cuda);
 }
 
+// A policy's unit hooks keep buffers of their own: they run with no arena active, though the
+// blocks' vjps run in a chain's arenas (and, checkpointed, in the checkpoint arena).
+TEST(SharedVjpBuffers, UnitHooksRunOutsideTheArenas) {
+  struct Hooks final : UnitHooks {
+    int calls = 0;
+    int inside_an_arena = 0;
+    void note() {
+      ++calls;
+      if (ScratchArena::active() != nullptr) ++inside_an_arena;
+    }
+    void before_forward(std::size_t) override { note(); }
+    void after_forward(std::size_t) override { note(); }
+    void before_vjp(std::size_t) override { note(); }
+    void after_vjp(std::size_t) override { note(); }
+  };
+  for (const bool checkpoint : {false, true}) {
+    SCOPED_TRACE(checkpoint ? "checkpointed" : "plain");
+    SmallGpt model(kInit);
+    dist::walk_units(model);  // numbers the units
+    Hooks hooks;
+    ScratchArena arena;
+    Context ctx = Context::for_target(Target::Cpu);
+    ctx.units = &hooks;
+    ctx.scratch = checkpoint ? &arena : nullptr;
+    const Tensor ids = input_of<SmallGpt>(2, 1);
+    const Tensor& y = model.forward(ctx, ids);
+    const Tensor dy = Tensor::from_host(
+        y.shape(), testing::random_values(static_cast<std::size_t>(y.numel()), 5));
+    model.vjp(ctx, dy, InputGrad::Skip);
+    EXPECT_EQ(hooks.calls, 4 * (SmallGpt::shape.layers + 2));  // embeddings, blocks, head
+    EXPECT_EQ(hooks.inside_an_arena, 0);
+  }
+}
+
 // A Sequential's children share their backward buffers too: each layer of a deep stack adds its
 // output to the step, no more; with buffers of their own, its input gradient as well.
 TEST(SharedVjpBuffers, SequentialLayersAddOnlyTheirOutputs) {
