@@ -17,6 +17,12 @@ std::int64_t round_up(std::int64_t n, std::int64_t multiple) {
 }
 }  // namespace
 
+std::string bf16_grads_accum_refusal(std::int64_t accum) {
+  return detail::concat("--grad-dtype bf16 with --accum ", accum,
+                        ": the micro-batches' sums would be rounded to bfloat16 at every add; "
+                        "accumulate in fp32 gradients (--grad-dtype fp32)");
+}
+
 GradReducer::GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bucket_elements,
                          DType reduce_dtype)
     : store_(store),
@@ -30,8 +36,7 @@ GradReducer::GradReducer(ParamStore& store, ProcessGroup& group, std::int64_t bu
   NOEIRA_CHECK(!store.bf16_grads() || reduce_dtype == DType::BF16,
                "gradient reducer: bf16 gradients are reduced in bf16 (--reduce-dtype bf16)");
   // bf16 gradients held whole are reduced where they are: nothing to stage.
-  const bool staged = reduce_dtype == DType::BF16 &&
-                      !(store.bf16_grads() && store.residency().grads == Extent::Full);
+  const bool staged = reduce_dtype == DType::BF16 && !bf16_whole_grads();
   if (staged) {
     // Every reduction of a step in flight at once where the full gradient is kept; two units'
     // where one unit's is (a pinned unit and its first borrower leave together).
@@ -72,11 +77,7 @@ void GradReducer::before_vjp(std::size_t /*unit*/) {
 GradMode GradReducer::begin_micro_batch(int index, int count) {
   NOEIRA_CHECK(count >= 1 && index >= 0 && index < count, "gradient reducer: micro-batch ", index,
                " of ", count);
-  if (count > 1 && store_.bf16_grads()) {
-    throw Error(detail::concat("--grad-dtype bf16 with --accum ", count,
-                               ": the micro-batches' sums would be rounded to bfloat16 at every "
-                               "add; accumulate in fp32 gradients (--grad-dtype fp32)"));
-  }
+  if (count > 1 && store_.bf16_grads()) throw Error(bf16_grads_accum_refusal(count));
   NOEIRA_CHECK(index == micro_index_ + 1 || (index == 0 && idle()),
                "gradient reducer: micro-batch ", index, " after ", micro_index_,
                " (in order, and the step's reductions finished before the next step)");
@@ -114,7 +115,7 @@ std::int64_t GradReducer::scratch_bytes() const {
 void GradReducer::after_vjp(std::size_t unit) {
   // Full gradients add up locally until the step's last micro-batch.
   if (store_.residency().grads == Extent::Full && !last_micro_batch()) return;
-  if (store_.bf16_grads() && store_.residency().grads == Extent::Full) round_final(unit);
+  if (bf16_whole_grads()) round_final(unit);
   if (store_.residency().state == Extent::Full) {
     launch_ready_buckets(unit);
   } else {
@@ -272,7 +273,7 @@ void GradReducer::wait_pending() {
 void GradReducer::finish(Policy policy) {
   NOEIRA_CHECK(last_micro_batch(), "reduce_gradients after micro-batch ", micro_index_, " of ",
                micro_count_, ": the step's gradients are not complete yet");
-  if (store_.bf16_grads() && store_.residency().grads == Extent::Full) {
+  if (bf16_whole_grads()) {
     // The units share one fp32 buffer: a unit not rounded after its vjp was overwritten.
     for (std::size_t u = 0; u < rounded_.size(); ++u) {
       if (rounded_[u]) continue;

@@ -41,6 +41,7 @@
 // gradient at a time); a reduction that does not fit waits for those in flight first.
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "core/tensor.hpp"
@@ -56,6 +57,10 @@ namespace noeira::dist {
 // in place, with no staging; sliced ones (ZeRO-2/3) are staged as above and reduce-scattered into
 // the bf16 slice. Element e is then bf16(Σ_r fp32(bf16(g_r[e]))) as with fp32 gradients and bf16
 // reductions, held in 2 bytes instead of widened into 4.
+// The line that refuses bf16 gradients over `accum` > 1 micro-batches (said by the trainer's
+// flag check and by begin_micro_batch alike).
+std::string bf16_grads_accum_refusal(std::int64_t accum);
+
 class GradReducer {
  public:
   // reduce_dtype: F32, or BF16 on the wire (see above).
@@ -97,6 +102,10 @@ class GradReducer {
   // buffer, once per step.
   void round_final(std::size_t finished_unit);
   void launch_ready_buckets(std::size_t finished_unit);
+  // bf16 gradients held whole (DDP, ZeRO-1): rounded into the bf16 buffer and reduced there.
+  bool bf16_whole_grads() const {
+    return store_.bf16_grads() && store_.residency().grads == Extent::Full;
+  }
   void launch_unit(std::size_t unit);
   // A later micro-batch's reduction of unit u, into the scratch slice, then added.
   void launch_accumulating(std::size_t unit);

@@ -119,14 +119,14 @@ void ShardingPolicy::after_forward(std::size_t unit) {
 void ShardingPolicy::before_vjp(std::size_t unit) {
   check_unit(unit, "before_vjp");
   reducer_.before_vjp(unit);
-  if (store_.transient_grads() && !store_.whole_grads(unit)) store_.bind_grads(unit);
+  if (!store_.whole_grads(unit)) store_.bind_grads(unit);  // held whole: always bound
   if (store_.gathers_values()) gather_for_unit(unit, PassDirection::Backward);
 }
 
 void ShardingPolicy::after_vjp(std::size_t unit) {
   check_unit(unit, "after_vjp");
   if (store_.gathers_values()) store_.release_values(unit);
-  if (store_.transient_grads()) store_.release_grads(unit);
+  store_.release_grads(unit);  // a no-op for gradients held whole
   reducer_.after_vjp(unit);
 }
 

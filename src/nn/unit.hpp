@@ -28,31 +28,17 @@ class Unit {
 
   explicit Unit(const Init& init) : inner_(init) {}
 
-  // The hooks run outside any scratch scope (a Repeat's vjp runs its copies in one): the
-  // policy's buffers are its own, never an arena's slot.
   const Tensor& forward(Context& ctx, const Tensor& x) {
-    if (ctx.units != nullptr) {
-      ScratchPause pause;
-      ctx.units->before_forward(checked_index());
-    }
+    call_hook(ctx, &UnitHooks::before_forward);
     const Tensor& y = inner_.forward(ctx, x);
-    if (ctx.units != nullptr) {
-      ScratchPause pause;
-      ctx.units->after_forward(index_);
-    }
+    call_hook(ctx, &UnitHooks::after_forward);
     return y;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    if (ctx.units != nullptr) {
-      ScratchPause pause;
-      ctx.units->before_vjp(checked_index());
-    }
+    call_hook(ctx, &UnitHooks::before_vjp);
     const Tensor& dx = inner_.vjp(ctx, dy, input_grad);
-    if (ctx.units != nullptr) {
-      ScratchPause pause;
-      ctx.units->after_vjp(index_);
-    }
+    call_hook(ctx, &UnitHooks::after_vjp);
     return dx;
   }
 
@@ -72,6 +58,15 @@ class Unit {
   M& inner() { return inner_; }
 
  private:
+  // A hook of the policy driving the model, if any, outside any scratch scope (a chain's vjp runs
+  // its links in one, core/scratch_arena.hpp): the policy's buffers are its own, never a slot.
+  void call_hook(const Context& ctx, void (UnitHooks::*hook)(std::size_t)) const {
+    if (ctx.units == nullptr) return;
+    const std::size_t index = checked_index();
+    ScratchPause pause;
+    (ctx.units->*hook)(index);
+  }
+
   std::size_t checked_index() const {
     NOEIRA_CHECK(index_ != kUnassigned,
                  "Unit: hooks called before the model's units were numbered (dist::walk_units)");

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "distributed/grad_reducer.hpp"
 #include "kernels/error.hpp"
 #include "train/augment.hpp"
 
@@ -100,12 +101,7 @@ void validate(const TrainConfig& c) {
           "--grad-dtype bf16 reduces the gradients as they are held, in bf16 with fp32 sums: "
           "add --reduce-dtype bf16");
     }
-    if (c.accum > 1) {
-      throw InputError(detail::concat(
-          "--grad-dtype bf16 with --accum ", c.accum,
-          ": the micro-batches' sums would be rounded to bfloat16 at every add; accumulate in "
-          "fp32 gradients (--grad-dtype fp32)"));
-    }
+    if (c.accum > 1) throw InputError(dist::bf16_grads_accum_refusal(c.accum));
   }
   auto positive = [](std::int64_t v, const char* flag) {
     if (v <= 0) throw InputError(detail::concat("--", flag, " must be positive, got ", v));
