@@ -13,6 +13,7 @@
 #include "distributed/mpi_check.hpp"
 #include "distributed/mpi_ordered_sum.hpp"
 #include "distributed/shard.hpp"
+#include "kernels/cpu/stream_copy.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::dist {
@@ -487,10 +488,17 @@ void SharedSums::fold_in_place(const Op& op, std::int64_t at, std::int64_t n) {
       // own parameters are only ever read here (a peer's read would leave them in both cores'
       // caches, and the optimizer's writes next step would have to take them back first).
       const std::size_t segment = static_cast<std::size_t>(rank_) * count * elem;
+      const std::size_t bytes = static_cast<std::size_t>(n) * elem;
+      std::vector<char*>& destinations = destinations_;
+      destinations.clear();
       for (std::size_t q = 0; q < sources.size(); ++q) {
         char* to = peer_buffer(op, q) + segment;
-        if (to == op.call.in.bytes_begin()) continue;  // in place: this rank's own segment
-        std::memcpy(to, op.call.in.bytes_begin(), static_cast<std::size_t>(n) * elem);
+        if (to != op.call.in.bytes_begin()) destinations.push_back(to);  // in place: already there
+      }
+      if (bytes * destinations.size() >= kStreamedAllGatherBytes) {
+        cpu::stream_copy_to_each(destinations, op.call.in.bytes_begin(), bytes);
+      } else {
+        for (char* to : destinations) std::memcpy(to, op.call.in.bytes_begin(), bytes);
       }
       return;
     }

@@ -12,6 +12,7 @@
 //                                        identical, memory within 5% of the formula
 //   dist_mpi_driver shared_mismatch      one rank's allreduce buffer in shared memory, the
 //                                        others' not: every rank refuses the op, naming a rank
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cmath>
@@ -26,6 +27,7 @@
 #include "dist_checks.hpp"
 #include "dist_training.hpp"
 #include "distributed/mpi_process_group.hpp"
+#include "distributed/mpi_shared_sums.hpp"
 #include "kernels/error.hpp"
 
 namespace {
@@ -47,6 +49,12 @@ int run_collectives() {
     if (pg->shared_memory(4096) == nullptr) ++wrong;  // on one node, room for a small one
     // Buffers in the group's shared memory: on one node the ops work on them in place.
     wrong += checks::check_all(*pg, checks::Memory::Shared);
+    // All-gathers large enough to stream past the cache, segments of no whole number of cache
+    // lines (each destination's head and tail go through memcpy).
+    const auto streamed = static_cast<std::int64_t>(kStreamedAllGatherBytes / sizeof(float) /
+                                                    static_cast<std::size_t>(std::max(1, size - 1))) + 5;
+    wrong += checks::check_all_gather<float>(*pg, streamed, false, checks::Memory::Shared);
+    wrong += checks::check_all_gather<float>(*pg, streamed, true, checks::Memory::Shared);
     // Non-integer data against the raw library: equal up to rounding (MPI's blocking and
     // non-blocking allreduce may add in different orders at 3 ranks, so bits can differ).
     std::vector<float> ours(4099), raw(4099);
