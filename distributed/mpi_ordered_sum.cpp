@@ -49,11 +49,8 @@ std::shared_ptr<char> ScratchPool::acquire(std::size_t bytes) {
 
 namespace {
 
-// Each tile of the sum, in L1, is copied to every output: an allreduce that writes its folded
-// slice into its peers' buffers too reads it from here instead of from its own buffer again.
 template <class T>
-void fold_as(std::span<char* const> outs, const std::vector<const char*>& sources,
-             std::int64_t count) {
+void fold_as(T* out, const std::vector<const char*>& sources, std::int64_t count) {
   // Tile by tile through an accumulator that stays in L1: one pass over the output instead of
   // one per rank, and an output that is also a source is read before it is written.
   constexpr std::int64_t kTile = 2048;
@@ -65,16 +62,14 @@ void fold_as(std::span<char* const> outs, const std::vector<const char*>& source
       const T* src = reinterpret_cast<const T*>(sources[q]) + at;
       for (std::int64_t i = 0; i < len; ++i) acc[i] += src[i];
     }
-    for (char* out : outs) std::memcpy(out + at * sizeof(T), acc, len * sizeof(T));
+    std::memcpy(out + at, acc, len * sizeof(T));
   }
 }
 
 // The bf16 sums of process_group.hpp: the tile accumulates in fp32, rounded once as it is stored.
-void fold_bf16(std::span<char* const> outs, const std::vector<const char*>& sources,
-               std::int64_t count) {
+void fold_bf16(std::uint16_t* out, const std::vector<const char*>& sources, std::int64_t count) {
   constexpr std::int64_t kTile = 2048;
   float acc[kTile];
-  std::uint16_t bits[kTile];
   for (std::int64_t at = 0; at < count; at += kTile) {
     const std::int64_t len = std::min(kTile, count - at);
     const auto* first = reinterpret_cast<const std::uint16_t*>(sources[0]) + at;
@@ -83,31 +78,22 @@ void fold_bf16(std::span<char* const> outs, const std::vector<const char*>& sour
       const auto* src = reinterpret_cast<const std::uint16_t*>(sources[q]) + at;
       for (std::int64_t i = 0; i < len; ++i) acc[i] += bf16_value(src[i]);
     }
-    for (std::int64_t i = 0; i < len; ++i) bits[i] = bf16_bits(acc[i]);
-    for (char* out : outs) {
-      std::memcpy(out + at * sizeof(std::uint16_t), bits, len * sizeof(std::uint16_t));
-    }
+    for (std::int64_t i = 0; i < len; ++i) out[at + i] = bf16_bits(acc[i]);
   }
 }
 
 }  // namespace
 
-void fold_in_rank_order(DType dtype, std::span<char* const> outs,
-                        const std::vector<const char*>& sources, std::int64_t count) {
-  switch (dtype) {
-    case DType::F32: return fold_as<float>(outs, sources, count);
-    case DType::F64: return fold_as<double>(outs, sources, count);
-    case DType::I32: return fold_as<std::int32_t>(outs, sources, count);
-    case DType::I64: return fold_as<std::int64_t>(outs, sources, count);
-    case DType::BF16: return fold_bf16(outs, sources, count);
-  }
-  throw Error(detail::concat("MPI process group: no ", to_string(dtype), " sums"));
-}
-
 void fold_in_rank_order(DType dtype, void* out, const std::vector<const char*>& sources,
                         std::int64_t count) {
-  char* const outs[] = {static_cast<char*>(out)};
-  fold_in_rank_order(dtype, outs, sources, count);
+  switch (dtype) {
+    case DType::F32: return fold_as(static_cast<float*>(out), sources, count);
+    case DType::F64: return fold_as(static_cast<double*>(out), sources, count);
+    case DType::I32: return fold_as(static_cast<std::int32_t*>(out), sources, count);
+    case DType::I64: return fold_as(static_cast<std::int64_t*>(out), sources, count);
+    case DType::BF16: return fold_bf16(static_cast<std::uint16_t*>(out), sources, count);
+  }
+  throw Error(detail::concat("MPI process group: no ", to_string(dtype), " sums"));
 }
 
 // --- The exchanges -----------------------------------------------------------------------------

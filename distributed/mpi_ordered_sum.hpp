@@ -24,7 +24,6 @@
 
 #include <cstddef>
 #include <memory>
-#include <span>
 #include <vector>
 
 #include "distributed/mpi_work.hpp"
@@ -57,9 +56,6 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
 // a tile before it writes the tile).
 void fold_in_rank_order(DType dtype, void* out, const std::vector<const char*>& sources,
                         std::int64_t count);
-// The same sum written to every one of `outs` (an in-place allreduce's own buffer and its peers').
-void fold_in_rank_order(DType dtype, std::span<char* const> outs,
-                        const std::vector<const char*>& sources, std::int64_t count);
 
 class OrderedSums {
  public:

@@ -27,10 +27,10 @@
 // allreduce or a reduce-scatter whose input lies in such a buffer on every rank, or
 // an all-gather whose output does, moves without the regions: each rank folds its slice
 // (allreduce) or segment (reduce-scatter) straight from the peers' inputs, and writes what goes
-// to the peers straight into their buffers: an allreduce its folded slice, each tile of the sum
-// from L1 into its own buffer and every peer's, an all-gather its input (pushed both: measured
-// against the peers pulling them, the allreduce took 41 against 61 µs at 1 MiB on 2 ranks, and a
-// rank's parameters stay in its own cache for the optimizer's next writes). The data crosses memory twice instead of three times (once for a reduce-scatter
+// to the peers straight into their buffers: an allreduce its folded slice, an all-gather its
+// input (pushed both: measured against the peers pulling them, the allreduce took 41 against
+// 61 µs at 1 MiB on 2 ranks, and a rank's parameters stay in its own cache for the optimizer's
+// next writes). The data crosses memory twice instead of three times (once for a reduce-scatter
 // or an all-gather), in the same rank order, and no rank waits for another between the fold and
 // the push. The op completes only once every peer has raised `released`, since until then a
 // peer may still read or write this rank's buffer. The ranks
@@ -123,8 +123,10 @@ class SharedSums final : public PhasedOp {
   void check_headers(Op& op) const;
   // The same for an op whose inputs lie in a block (see above).
   bool step_in_place(Op& op);
+  std::int64_t chunk_in_place(const Op& op) const;
   char* peer_buffer(const Op& op, std::size_t rank) const;
-  void fold_in_place(const Op& op);
+  void fold_in_place(const Op& op, std::int64_t at, std::int64_t n);
+  void push_in_place(const Op& op, std::int64_t at, std::int64_t n);
 
   friend class SharedWork;
 
@@ -140,7 +142,7 @@ class SharedSums final : public PhasedOp {
   bool registered_ = false;                // in progress_ (until its advance() says true)
   std::uint64_t epoch_ = 0;                // chunks this rank has begun; the same on every rank
   std::vector<const char*> sources_;       // [ranks] a fold's inputs, kept from chunk to chunk
-  std::vector<char*> destinations_;        // [ranks] where an op in place writes this rank's part
+  std::vector<char*> destinations_;        // [ranks] an all-gather's outputs but this rank's own
   std::uint64_t allocations_ = 0;          // blocks allocated so far
   std::vector<std::weak_ptr<Block>> blocks_;  // those still owned
 };
