@@ -10,7 +10,8 @@
 #   benchmarks/compare_pytorch.sh [build-dir] [epochs] [threads]     (defaults: build 3 2)
 #   environment: REPEAT=1 rounds of (sgemm, noeira, PyTorch as shipped, PyTorch on noeira's
 #                kernels), alternating, so that a slow spell of a shared machine falls on every
-#                side; each round's figures, then the median of the rounds' ratios
+#                side; each round's figures, then the median of the rounds' ratios and the
+#                epoch at its best over all rounds against the GEMMs at theirs
 #
 # Epoch times are training only (evaluation excluded): the median over the epochs, and the best
 # epoch (less sensitive to other load on a shared machine), each compared like with like. The
@@ -73,6 +74,7 @@ flop = 6 * params * samples
 print()
 print(f"params {params}, 6*params*samples = {flop / 1e9:.1f} GFLOP per epoch")
 summary = []
+bests = []  # per round: noeira's best epoch, the step's GEMMs timed
 for r in range(1, repeat + 1):
     out = f"{work}/round{r}"
     bench = {b["name"]: b for b in json.load(open(f"{out}/sgemm.json"))["benchmarks"]}
@@ -116,6 +118,7 @@ for r in range(1, repeat + 1):
           f"{lim_peak / t_ours:.0%} / {lim_peak / b_ours:.0%} at peak rate, "
           f"{lim_shapes / t_ours:.0%} / {lim_shapes / b_ours:.0%} at the step's shapes")
     summary.append((t_torch / t_ours, t_shipped / t_ours, t_ours / lim_own))
+    bests.append((b_ours, lim_own))
     if ours[-1]["test_accuracy"] < 0.80:
         sys.exit("compare_pytorch: noeira's accuracy is implausibly low: a wrong result, not a benchmark")
 if repeat > 1:
@@ -124,4 +127,9 @@ if repeat > 1:
     print(f"median over {repeat} rounds: {same:.2f}x PyTorch on those kernels, "
           f"{shipped_r:.2f}x PyTorch as shipped, epoch {own:.2f}x its own GEMMs")
     print("  rounds: " + ", ".join(f"{a:.2f}x / {b:.2f}x / {c:.2f}x" for a, b, c in summary))
+    # A slow spell can fall on the GEMMs' timing or on the epochs of a round, and a round's ratio
+    # then says more about the spell than about the step: each side at its best over all rounds.
+    epoch, gemms = min(b for b, _ in bests), min(g for _, g in bests)
+    print(f"best over {repeat} rounds: epoch {epoch:.3f} s, its GEMMs {gemms:.3f} s: "
+          f"{epoch / gemms:.2f}x (target <= 1.15x)")
 PY
