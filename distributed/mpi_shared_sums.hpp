@@ -39,9 +39,9 @@
 // with a message naming it instead of reading a wrong place.
 //
 // An in-place all-gather that writes kStreamedAllGatherBytes or more (its input times the peers it
-// goes to) streams them past the cache (kernels/cpu/stream_copy.hpp): what it writes could not
-// stay in the 32 MiB L3 anyway, and memcpy would read every destination line first and its input
-// once per peer. Measured at 64 MiB on 2 ranks: 5.5 ms memcpy'd, 4.0 ms streamed (raw MPI 7.5);
+// goes to) streams them past the cache (kernels/cpu/stream_copy.hpp): that much would push half
+// of this machine's 32 MiB L3 out anyway, and memcpy would read every destination line first and
+// its input once per peer. Measured at 64 MiB on 2 ranks: 5.5 ms memcpy'd, 4.0 ms streamed (raw MPI 7.5);
 // at 4 MiB streaming took 194 µs against 76 (the output stays in cache for whoever reads it
 // next), so smaller ones keep memcpy.
 //
@@ -65,6 +65,7 @@ namespace noeira::dist {
 // 0 when it cannot be read.
 std::uint64_t shared_window_free_bytes();
 
+// Bytes an in-place all-gather writes from which it streams them (above).
 inline constexpr std::size_t kStreamedAllGatherBytes = std::size_t{16} << 20;
 
 class SharedSums final : public PhasedOp {

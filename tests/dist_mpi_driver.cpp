@@ -51,8 +51,9 @@ int run_collectives() {
     wrong += checks::check_all(*pg, checks::Memory::Shared);
     // All-gathers large enough to stream past the cache, segments of no whole number of cache
     // lines (each destination's head and tail go through memcpy).
-    const auto streamed = static_cast<std::int64_t>(kStreamedAllGatherBytes / sizeof(float) /
-                                                    static_cast<std::size_t>(std::max(1, size - 1))) + 5;
+    const auto peers = static_cast<std::size_t>(std::max(1, size - 1));
+    const auto streamed =
+        static_cast<std::int64_t>(kStreamedAllGatherBytes / sizeof(float) / peers) + 5;
     wrong += checks::check_all_gather<float>(*pg, streamed, false, checks::Memory::Shared);
     wrong += checks::check_all_gather<float>(*pg, streamed, true, checks::Memory::Shared);
     // Non-integer data against the raw library: equal up to rounding (MPI's blocking and

@@ -16,7 +16,8 @@ TEST(StreamCopy, EveryDestinationGetsTheSourceAndNothingElse) {
     for (std::size_t src_offset : {0, 3}) {
       std::vector<char> src(bytes + src_offset);
       for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<char>(i * 31 + 7);
-      // Three destinations at different offsets from a cache line, in one buffer with guards.
+      // Three destinations at different offsets from a cache line, each in a buffer of its own
+      // with guard bytes on both sides.
       const std::size_t offsets[] = {0, 1, 37};
       std::vector<std::vector<char>> buffers;
       std::vector<char*> destinations;
