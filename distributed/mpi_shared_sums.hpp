@@ -41,9 +41,9 @@
 // An in-place all-gather that writes kStreamedAllGatherBytes or more (its input times the peers it
 // goes to) streams them past the cache (kernels/cpu/stream_copy.hpp): that much would push half
 // of this machine's 32 MiB L3 out anyway, and memcpy would read every destination line first and
-// its input once per peer. Measured at 64 MiB on 2 ranks: 5.5 ms memcpy'd, 4.0 ms streamed (raw MPI 7.5);
-// at 4 MiB streaming took 194 µs against 76 (the output stays in cache for whoever reads it
-// next), so smaller ones keep memcpy.
+// its input once per peer. Measured at 64 MiB on 2 ranks: 5.5 ms memcpy'd, 4.0 ms streamed (raw
+// MPI 7.5); at 4 MiB streaming took 194 µs against 76 (the output stays in cache for whoever
+// reads it next), so smaller ones keep memcpy.
 //
 // NOEIRA_SHARED_MEMORY=0 in the environment turns it off (the ops go over MPI messages as before);
 // NOEIRA_SHARED_MEMORY_MB sets the region size per rank (default 0.5 MiB; other chunks, same bits).
