@@ -3,7 +3,8 @@
 # GPU's own architecture, then
 #   1. runs every GPU test of the gtest binary (filter '*Cuda*': CudaVsCpu, CudaAttention,
 #      CudaConv, CudaPool, CudaRecurrent, CudaModule, CudaTraining, CudaSim, CudaGatherPixels,
-#      CudaCheckpointed, CudaBf16, CudaMixedParams, CudaBf16Gradients, CudaSharedVjpBuffers...),
+#      CudaCheckpointed, CudaBf16, CudaBf16Activations, CudaMixedParams, CudaBf16Gradients,
+#      CudaSharedVjpBuffers...),
 #      failing when one skips: on a GPU machine a skip means the runtime saw no device, which is
 #      a failure here, not a pass;
 #   2. runs the training throughput benchmark (benchmarks/bench_gpu_throughput.cpp: the `mlp`

@@ -278,6 +278,20 @@ struct KernelTable {
                           float* dpre, const float* dy, const float* x, const float* w,
                           const float* y, const float* pre, std::int64_t rows, std::int64_t in,
                           std::int64_t out);
+  // The same two with activations of either dtype (--precision bf16 holds an activation that
+  // only matrix products read as its bfloat16 bits: nn/bf16_activation.hpp): x as fp32 values or
+  // bf16 bits (x_dtype F32 or BF16), and the forward's y as either (y_dtype). A bf16 y needs
+  // pre and an act whose derivative reads it (activation_needs_input): the backward is then
+  // given pre for y, which it does not read. Bits need the bf16 table, whose products round x to
+  // bfloat16 anyway: the results are linear_forward's and linear_backward's bit for bit, y rounded
+  // to bfloat16 as to_bf16 rounds it.
+  void (*linear_forward_typed)(Stream, Activation act, void* y, DType y_dtype, float* pre,
+                               const void* x, DType x_dtype, const float* w, const float* b,
+                               std::int64_t rows, std::int64_t in, std::int64_t out);
+  void (*linear_backward_typed)(Stream, Activation act, GradMode mode, float* dx, float* dw,
+                                float* db, float* dpre, const float* dy, const void* x,
+                                DType x_dtype, const float* w, const float* y, const float* pre,
+                                std::int64_t rows, std::int64_t in, std::int64_t out);
 
   // --- activations --------------------------------------------------------------------------
   void (*activation_forward)(Stream, Activation act, float* y, const float* x, std::int64_t n);
@@ -363,6 +377,11 @@ struct KernelTable {
   void (*norm_forward)(Stream, float* y, float* mean, float* rstd, const float* x,
                        const float* gamma, const float* beta, std::int64_t rows,
                        std::int64_t cols, float eps);
+  // The same with y as fp32 values or as their bfloat16 bits (y_dtype F32 or BF16, rounded as
+  // to_bf16 rounds them): a norm whose output only matrix products read (linear_forward_typed).
+  void (*norm_forward_typed)(Stream, void* y, DType y_dtype, float* mean, float* rstd,
+                             const float* x, const float* gamma, const float* beta,
+                             std::int64_t rows, std::int64_t cols, float eps);
   // Parameter gradients first (dgamma, and dbeta where not null, per mode), then dx (skipped
   // when null). mean and rstd are the forward's.
   void (*norm_backward)(Stream, GradMode mode, float* dx, float* dgamma, float* dbeta,

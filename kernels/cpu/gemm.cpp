@@ -118,19 +118,24 @@ void pack_bf16(std::vector<std::uint16_t>& dst, const float* src, std::int64_t r
 // thread's packed buffers (their rows contiguous). Inside a parallel region the primitive is
 // built and run for the calling thread alone.
 void onednn_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
-                 std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
+                 std::int64_t k, float alpha, Operand a, std::int64_t lda, Operand b,
                  std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
   ThreadGemm& t = thread_gemm();
   const bool bf16 = precision == Precision::Bf16;
-  const void* a_data = a;
-  const void* b_data = b;
+  const void* a_data = a.data;
+  const void* b_data = b.data;
   if (bf16) {
-    pack_bf16(t.a16, a, trans_a ? k : m, trans_a ? m : k, lda);
-    pack_bf16(t.b16, b, trans_b ? n : k, trans_b ? k : n, ldb);
-    lda = trans_a ? m : k;
-    ldb = trans_b ? k : n;
-    a_data = t.a16.data();
-    b_data = t.b16.data();
+    // Bits stay where they are (the primitive reads them ld apart).
+    if (a.dtype == DType::F32) {
+      pack_bf16(t.a16, static_cast<const float*>(a.data), trans_a ? k : m, trans_a ? m : k, lda);
+      lda = trans_a ? m : k;
+      a_data = t.a16.data();
+    }
+    if (b.dtype == DType::F32) {
+      pack_bf16(t.b16, static_cast<const float*>(b.data), trans_b ? n : k, trans_b ? k : n, ldb);
+      ldb = trans_b ? k : n;
+      b_data = t.b16.data();
+    }
   }
   const bool nested = omp_in_parallel();
   const ProductKey key{bf16, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta,
@@ -159,12 +164,24 @@ void onednn_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m
 void gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
           std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
           std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
+  gemm(precision, trans_a, trans_b, m, n, k, alpha, Operand{a}, lda, Operand{b}, ldb, beta, c,
+       ldc);
+}
+
+void gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+          std::int64_t k, float alpha, Operand a, std::int64_t lda, Operand b, std::int64_t ldb,
+          float beta, float* c, std::int64_t ldc) {
+  for (const Operand& o : {a, b}) {
+    NOEIRA_CHECK(o.dtype == DType::F32 || (o.dtype == DType::BF16 && precision == Precision::Bf16),
+                 "a ", to_string(precision), " matrix product given a ", to_string(o.dtype),
+                 " operand");
+  }
   const bool openblas = precision == Precision::Fp32 && !kFp32ProductsOnOneDnn;
-  if (openblas || k <= 0) {  // k = 0: C = beta · C, which sgemm does
+  if (openblas || k <= 0) {  // k = 0: C = beta · C, which sgemm does (reading neither operand)
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, as_blas_int(m), as_blas_int(n),
-                as_blas_int(k), alpha, a, as_blas_int(lda), b, as_blas_int(ldb), beta, c,
-                as_blas_int(ldc));
+                as_blas_int(k), alpha, static_cast<const float*>(a.data), as_blas_int(lda),
+                static_cast<const float*>(b.data), as_blas_int(ldb), beta, c, as_blas_int(ldc));
     return;
   }
   if (m <= 0 || n <= 0) return;

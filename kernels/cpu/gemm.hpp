@@ -22,6 +22,18 @@ void gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::
           std::int64_t k, float alpha, const float* a, std::int64_t lda, const float* b,
           std::int64_t ldb, float beta, float* c, std::int64_t ldc);
 
+// An operand given as fp32 values, or as the bfloat16 bits of values already rounded (an
+// activation a leaf holds in bf16: kernels/kernel_table.hpp's typed Linear entries). Bits need a
+// bf16 product, which then reads them as they are instead of rounding them again: the same
+// product as of the fp32 values they were rounded from.
+struct Operand {
+  const void* data = nullptr;
+  DType dtype = DType::F32;  // F32 or BF16
+};
+void gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n,
+          std::int64_t k, float alpha, Operand a, std::int64_t lda, Operand b, std::int64_t ldb,
+          float beta, float* c, std::int64_t ldc);
+
 // The library fp32 products run on: "oneDNN" or "OpenBLAS".
 const char* products_library();
 

@@ -3,6 +3,7 @@
 // and bias gradient (backward).
 
 #include "kernels/activation_math.hpp"
+#include "kernels/bf16_math.hpp"
 #include "kernels/cpu/activation_dispatch.hpp"
 #include "kernels/cpu/column_sum.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
@@ -14,10 +15,16 @@
 namespace noeira::cpu {
 
 template <Precision P>
-void linear_forward_at(Stream, Activation a, float* y, float* pre, const float* x, const float* w,
-                    const float* b, std::int64_t rows, std::int64_t in, std::int64_t out) {
-  // y = x · wᵀ
-  gemm(P, false, true, rows, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+void linear_forward_typed_at(Stream, Activation a, void* y_out, DType y_dtype, float* pre,
+                             const void* x, DType x_dtype, const float* w, const float* b,
+                             std::int64_t rows, std::int64_t in, std::int64_t out) {
+  const bool y_bits = y_dtype == DType::BF16;
+  NOEIRA_CHECK(!y_bits || (activation_needs_input(a) && pre != nullptr),
+               "linear_forward: a bfloat16 output needs the pre-activation of an activation "
+               "whose derivative reads it, not ", to_string(a));
+  // y = x · wᵀ; for a bf16 output into pre, whose epilogue then writes y once, rounded.
+  float* y = y_bits ? pre : static_cast<float*>(y_out);
+  gemm(P, false, true, rows, out, in, 1.0f, Operand{x, x_dtype}, in, Operand{w}, in, 0.0f, y, out);
   // Epilogue while the rows are still in cache: + bias, keep pre-activation if needed, activate.
   if (b == nullptr && a == Activation::Identity) return;
   with_activation(a, [&](auto tag) {
@@ -29,6 +36,11 @@ void linear_forward_at(Stream, Activation a, float* y, float* pre, const float* 
           for (std::int64_t c = 0; c < out; ++c) yr[c] += b[c];
         }
         if constexpr (activation_needs_input(A)) {
+          if (y_bits) {
+            std::uint16_t* __restrict br = static_cast<std::uint16_t*>(y_out) + r * out;
+            for (std::int64_t c = 0; c < out; ++c) br[c] = bf16_bits(act::forward(A, yr[c]));
+            return;
+          }
           if (pre != nullptr) {
             float* __restrict pr = pre + r * out;
             for (std::int64_t c = 0; c < out; ++c) pr[c] = yr[c];
@@ -43,9 +55,10 @@ void linear_forward_at(Stream, Activation a, float* y, float* pre, const float* 
 }
 
 template <Precision P>
-void linear_backward_at(Stream, Activation a, GradMode mode, float* dx, float* dw, float* db,
-                     float* dpre, const float* dy, const float* x, const float* w, const float* y,
-                     const float* pre, std::int64_t rows, std::int64_t in, std::int64_t out) {
+void linear_backward_typed_at(Stream, Activation a, GradMode mode, float* dx, float* dw,
+                              float* db, float* dpre, const float* dy, const void* x,
+                              DType x_dtype, const float* w, const float* y, const float* pre,
+                              std::int64_t rows, std::int64_t in, std::int64_t out) {
   // dpre = dy ⊙ act'(pre, y); for Identity dy itself is the pre-activation gradient.
   NOEIRA_CHECK(pre != nullptr || !activation_needs_input(a),
                "linear_backward: activation ", to_string(a), " needs the forward's pre-activation");
@@ -71,7 +84,8 @@ void linear_backward_at(Stream, Activation a, GradMode mode, float* dx, float* d
   }
   const float beta = mode == GradMode::Accumulate ? 1.0f : 0.0f;
   // Parameter gradients first. dw[out,in] (+)= gᵀ · x
-  gemm(P, true, false, out, in, rows, 1.0f, g, out, x, in, beta, dw, in);
+  gemm(P, true, false, out, in, rows, 1.0f, Operand{g}, out, Operand{x, x_dtype}, in, beta, dw,
+       in);
   if (db != nullptr) {
     // Column sums in row order (blocks of columns over the threads): a fixed order, so the result
     // is the same for any thread count.
@@ -94,7 +108,7 @@ void linear_backward_at(Stream, Activation a, GradMode mode, float* dx, float* d
   }
 }
 
-NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_forward_at);
-NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_backward_at);
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_forward_typed_at);
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_backward_typed_at);
 
 }  // namespace noeira::cpu

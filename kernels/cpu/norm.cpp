@@ -8,6 +8,7 @@
 #include <array>
 #include <cmath>
 
+#include "kernels/bf16_math.hpp"
 #include "kernels/cpu/column_sum.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/lane_sums.hpp"
@@ -25,12 +26,13 @@ void store(GradMode mode, float& out, float value) {
 
 }  // namespace
 
-void norm_forward(Stream, float* y, float* mean, float* rstd, const float* x, const float* gamma,
-                  const float* beta, std::int64_t rows, std::int64_t cols, float eps) {
+void norm_forward_typed(Stream, void* y, DType y_dtype, float* mean, float* rstd, const float* x,
+                        const float* gamma, const float* beta, std::int64_t rows,
+                        std::int64_t cols, float eps) {
+  const bool y_bits = y_dtype == DType::BF16;
   parallel_for_rows(rows, cols, [&](std::int64_t r) {
     with_vector_isa([&] {
       const float* __restrict xr = x + r * cols;
-      float* __restrict yr = y + r * cols;
       float m = 0.0f;
       if (mean != nullptr) {
         // Two passes (mean, then squared deviations): no cancellation for rows with a large mean.
@@ -46,9 +48,16 @@ void norm_forward(Stream, float* y, float* mean, float* rstd, const float* x, co
       });
       const float variance = static_cast<float>(sq.total(0) / static_cast<double>(cols));
       const float rs = norm::rstd(variance, eps);
-      for (std::int64_t c = 0; c < cols; ++c) {
+      auto value = [&](std::int64_t c) {
         const float v = (xr[c] - m) * rs * gamma[c];
-        yr[c] = beta != nullptr ? v + beta[c] : v;
+        return beta != nullptr ? v + beta[c] : v;
+      };
+      if (y_bits) {
+        std::uint16_t* __restrict yr = static_cast<std::uint16_t*>(y) + r * cols;
+        for (std::int64_t c = 0; c < cols; ++c) yr[c] = bf16_bits(value(c));
+      } else {
+        float* __restrict yr = static_cast<float*>(y) + r * cols;
+        for (std::int64_t c = 0; c < cols; ++c) yr[c] = value(c);
       }
       rstd[r] = rs;
     });

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/activation_math.hpp"
+#include "kernels/bf16_math.hpp"
 #include "kernels/cuda/colsum.cuh"
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/launch.cuh"
@@ -30,6 +31,20 @@ struct BiasAct {
   }
 };
 
+// The unfused epilogue of a bfloat16 output: pre = GEMM + bias in place, y the bits of act(pre).
+struct BiasActBits {
+  Activation act;
+  float* pre;
+  std::uint16_t* y;
+  const float* b;
+  std::int64_t out;
+  __device__ void operator()(std::int64_t i) const {
+    const float z = b != nullptr ? pre[i] + b[i % out] : pre[i];
+    pre[i] = z;
+    y[i] = bf16_bits(act::forward(act, z));
+  }
+};
+
 struct BiasGrad {
   const float* g;
   std::int64_t out;
@@ -41,9 +56,12 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 }  // namespace
 
 template <Precision P>
-void linear_forward_at(Stream s, Activation a, float* y, float* pre, const float* x,
-                       const float* w, const float* b, std::int64_t rows, std::int64_t in,
-                       std::int64_t out) {
+void linear_forward_typed_at(Stream s, Activation a, void* y_out, DType y_dtype, float* pre,
+                             const void* x, DType x_dtype, const float* w, const float* b,
+                             std::int64_t rows, std::int64_t in, std::int64_t out) {
+  NOEIRA_CHECK(y_dtype == DType::F32 || (activation_needs_input(a) && pre != nullptr),
+               "linear_forward: a bfloat16 output needs the pre-activation of an activation "
+               "whose derivative reads it, not ", to_string(a));
   if (rows <= 0 || out <= 0) return;
   const bool keep_pre = activation_needs_input(a) && pre != nullptr;
   const bool has_bias = b != nullptr;
@@ -56,11 +74,21 @@ void linear_forward_at(Stream s, Activation a, float* y, float* pre, const float
   g.a = w;
   g.lda = in;
   g.b = x;
+  g.b_dtype = x_dtype;
   g.ldb = in;
-  g.d = y;
   g.ldd = out;
-  g.bias = b;
   g.precision = P;
+  if (y_dtype == DType::BF16) {
+    // The GEMM into pre, then bias and activation element-wise, y written once as bits.
+    g.d = pre;
+    matmul(s, g);
+    launch_map(s, rows * out,
+               BiasActBits{a, pre, static_cast<std::uint16_t*>(y_out), b, out});
+    return;
+  }
+  float* y = static_cast<float*>(y_out);
+  g.d = y;
+  g.bias = b;
 
   // Which part of the activation runs after the GEMM, from `post_input` into y.
   bool post_activation = false;
@@ -124,10 +152,10 @@ void linear_forward_at(Stream s, Activation a, float* y, float* pre, const float
 // bias gradient is a deterministic column sum rather than BGRADB, which overwrites and so
 // cannot honour GradMode::Accumulate.
 template <Precision P>
-void linear_backward_at(Stream s, Activation a, GradMode mode, float* dx, float* dw, float* db,
-                        float* dpre, const float* dy, const float* x, const float* w,
-                        const float* y, const float* pre, std::int64_t rows, std::int64_t in,
-                        std::int64_t out) {
+void linear_backward_typed_at(Stream s, Activation a, GradMode mode, float* dx, float* dw,
+                              float* db, float* dpre, const float* dy, const void* x,
+                              DType x_dtype, const float* w, const float* y, const float* pre,
+                              std::int64_t rows, std::int64_t in, std::int64_t out) {
   NOEIRA_CHECK(pre != nullptr || !activation_needs_input(a),
                "linear_backward: the derivative of ", to_string(a), " needs the pre-activation");
   if (rows <= 0) {
@@ -152,6 +180,7 @@ void linear_backward_at(Stream s, Activation a, GradMode mode, float* dx, float*
   gw.n = out;
   gw.k = rows;
   gw.a = x;
+  gw.a_dtype = x_dtype;
   gw.lda = in;
   gw.b = g;
   gw.ldb = out;
@@ -180,7 +209,7 @@ void linear_backward_at(Stream s, Activation a, GradMode mode, float* dx, float*
   }
 }
 
-NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_forward_at);
-NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_backward_at);
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_forward_typed_at);
+NOEIRA_PRODUCT_KERNEL_AT_BOTH_PRECISIONS(linear_backward_typed_at);
 
 }  // namespace noeira::cuda

@@ -59,19 +59,32 @@ struct Operand {
   std::size_t element_bytes = sizeof(float);
   std::optional<Scratch<std::uint16_t>> bf16;
   std::optional<ProductOperand<Precision::Bf16>> rounded;
+  std::optional<Scratch<float>> widened;
 
-  Operand(Stream stream, OperandForm form, const float* values, std::int64_t rows,
+  // values: fp32, or bfloat16 bits (dtype BF16) in the bf16 forms.
+  Operand(Stream stream, OperandForm form, const void* values, DType dtype, std::int64_t rows,
           std::int64_t cols, std::int64_t ld, std::int64_t batch, std::int64_t stride)
       : data(values) {
+    NOEIRA_CHECK(dtype == DType::F32 || (dtype == DType::BF16 && form != OperandForm::Fp32),
+                 "an fp32 matrix product given a ", to_string(dtype), " operand");
     const std::int64_t span = (batch - 1) * stride + (cols - 1) * ld + rows;
+    const auto* fp32 = static_cast<const float*>(values);
     if (form == OperandForm::Bf16) {
-      bf16.emplace(stream, static_cast<std::size_t>(span));
-      to_bf16(stream, bf16->data(), values, span);
-      data = bf16->data();
       type = CUDA_R_16BF;
       element_bytes = sizeof(std::uint16_t);
+      if (dtype == DType::BF16) return;  // the bits as they are
+      bf16.emplace(stream, static_cast<std::size_t>(span));
+      to_bf16(stream, bf16->data(), fp32, span);
+      data = bf16->data();
     } else if (form == OperandForm::RoundedFp32) {
-      rounded.emplace(stream, values, span);
+      if (dtype == DType::BF16) {  // their values, exactly, in fp32
+        widened.emplace(stream, static_cast<std::size_t>(span));
+        from_bf16(stream, GradMode::Overwrite, widened->data(),
+                  static_cast<const std::uint16_t*>(values), span);
+        data = widened->data();
+        return;
+      }
+      rounded.emplace(stream, fp32, span);
       data = rounded->get();
     }
   }
@@ -108,8 +121,8 @@ bool run_as(Stream stream, const Gemm& g, OperandForm form, bool must_succeed) {
                "a batched GEMM has no epilogue");
   const std::int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
   const std::int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
-  const Operand a_op(stream, form, g.a, a_rows, a_cols, g.lda, g.batch, g.stride_a);
-  const Operand b_op(stream, form, g.b, b_rows, b_cols, g.ldb, g.batch, g.stride_b);
+  const Operand a_op(stream, form, g.a, g.a_dtype, a_rows, a_cols, g.lda, g.batch, g.stride_a);
+  const Operand b_op(stream, form, g.b, g.b_dtype, b_rows, b_cols, g.ldb, g.batch, g.stride_b);
   const Layout a = make_layout(a_op.type, a_rows, a_cols, g.lda, g.batch, g.stride_a);
   const Layout b = make_layout(b_op.type, b_rows, b_cols, g.ldb, g.batch, g.stride_b);
   const Layout d = make_layout(CUDA_R_32F, g.m, g.n, g.ldd, g.batch, g.stride_d);

@@ -22,9 +22,14 @@ struct Gemm {
   bool trans_a = false;
   bool trans_b = false;
   std::int64_t m = 0, n = 0, k = 0;  // k > 0
-  const float* a = nullptr;
+  // A and B are fp32 values, or at Precision::Bf16 either may be the bfloat16 bits of values
+  // already rounded (an activation held in bf16: kernels/kernel_table.hpp's typed Linear entries),
+  // which are then read as they are: the product of the fp32 values they were rounded from.
+  const void* a = nullptr;
+  DType a_dtype = DType::F32;
   std::int64_t lda = 0;
-  const float* b = nullptr;
+  const void* b = nullptr;
+  DType b_dtype = DType::F32;
   std::int64_t ldb = 0;
   float* d = nullptr;  // also C (beta · D is added in place)
   std::int64_t ldd = 0;

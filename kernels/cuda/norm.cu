@@ -2,6 +2,7 @@
 // CPU): one block per row for the row statistics and the input gradient (sums in double as on
 // the CPU, block reductions in a fixed order), deterministic column sums for the gamma and beta
 // gradients. The element formulas are in kernels/norm_math.hpp.
+#include "kernels/bf16_math.hpp"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/colsum.cuh"
 #include "kernels/cuda/cuda_kernels.hpp"
@@ -12,13 +13,18 @@ namespace noeira::cuda {
 
 namespace {
 
+// y as fp32 values (Y float) or as their bfloat16 bits (Y std::uint16_t).
+__device__ void store_value(float* y, float v) { *y = v; }
+__device__ void store_value(std::uint16_t* y, float v) { *y = bf16_bits(v); }
+
 // mean is null for RMSNorm (no centring: the row mean is taken as 0), beta null for no shift.
-__global__ void norm_forward_kernel(float* y, float* mean, float* rstd, const float* x,
+template <class Y>
+__global__ void norm_forward_kernel(Y* y, float* mean, float* rstd, const float* x,
                                     const float* gamma, const float* beta, std::int64_t cols,
                                     float eps) {
   const std::int64_t r = blockIdx.x;
   const float* xr = x + r * cols;
-  float* yr = y + r * cols;
+  Y* yr = y + r * cols;
   float m = 0.0f;
   if (mean != nullptr) {
     // Two passes (mean, then squared deviations): no cancellation for rows with a large mean.
@@ -34,7 +40,7 @@ __global__ void norm_forward_kernel(float* y, float* mean, float* rstd, const fl
   const float rs = norm::rstd(static_cast<float>(block_sum(sq) / static_cast<double>(cols)), eps);
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float v = (xr[c] - m) * rs * gamma[c];
-    yr[c] = beta != nullptr ? v + beta[c] : v;
+    store_value(yr + c, beta != nullptr ? v + beta[c] : v);
   }
   if (threadIdx.x == 0) {
     if (mean != nullptr) mean[r] = m;
@@ -91,12 +97,18 @@ struct BetaTerm {
 
 }  // namespace
 
-void norm_forward(Stream s, float* y, float* mean, float* rstd, const float* x,
-                  const float* gamma, const float* beta, std::int64_t rows, std::int64_t cols,
-                  float eps) {
+void norm_forward_typed(Stream s, void* y, DType y_dtype, float* mean, float* rstd,
+                        const float* x, const float* gamma, const float* beta, std::int64_t rows,
+                        std::int64_t cols, float eps) {
   if (rows <= 0 || cols <= 0) return;
-  norm_forward_kernel<<<static_cast<unsigned>(rows), row_threads(cols), 0, as_cuda(s)>>>(
-      y, mean, rstd, x, gamma, beta, cols, eps);
+  const dim3 grid(static_cast<unsigned>(rows));
+  if (y_dtype == DType::BF16) {
+    norm_forward_kernel<<<grid, row_threads(cols), 0, as_cuda(s)>>>(
+        static_cast<std::uint16_t*>(y), mean, rstd, x, gamma, beta, cols, eps);
+  } else {
+    norm_forward_kernel<<<grid, row_threads(cols), 0, as_cuda(s)>>>(
+        static_cast<float*>(y), mean, rstd, x, gamma, beta, cols, eps);
+  }
   check_launch();
 }
 

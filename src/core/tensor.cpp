@@ -177,8 +177,8 @@ const void* Tensor::raw() const {
 }
 
 void Tensor::check_dtype(DType expected) const {
-  NOEIRA_CHECK(dtype_ == expected, "tensor of shape ", shape_string(shape_),
-               " accessed with the wrong element type");
+  NOEIRA_CHECK(dtype_ == expected, "a ", to_string(dtype_), " tensor of shape ",
+               shape_string(shape_), " read as ", to_string(expected));
 }
 
 float* Tensor::data() {

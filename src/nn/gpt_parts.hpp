@@ -97,7 +97,13 @@ class GptBlock {
       : ln_1_(init.named_child("ln_1")),
         attn_(init.named_child("attn")),
         ln_2_(init.named_child("ln_2")),
-        mlp_(init.named_child("mlp")) {}
+        mlp_(init.named_child("mlp")) {
+    // Each norm's output goes only into the products of the branch after it.
+    static_assert(ReadsInputAsProductOperand<Attention> &&
+                  ReadsInputAsProductOperand<FeedForwardGELU<C, 4 * C>>);
+    ln_1_.hold_output_in_bf16();
+    ln_2_.hold_output_in_bf16();
+  }
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     return finish(ctx, x, attn_.forward(ctx, ln_1_.forward(ctx, x)));

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "core/bf16_activation.hpp"
 #include "core/module.hpp"
 
 namespace noeira {
@@ -20,15 +21,26 @@ class LayerNorm {
   explicit LayerNorm(const Init& init)
       : weight_(init.constant("weight", {D}, 1.0f)), bias_(init.constant("bias", {D}, 0.0f)) {}
 
+  // Its vjp reads the input and the row statistics, never the output: the output may be bits
+  // (core/bf16_activation.hpp).
+  void hold_output_in_bf16() { bf16_output_ = true; }
+
   const Tensor& forward(Context& ctx, const Tensor& x) {
     const std::int64_t rows = check_input_rows(ctx, x, D, "LayerNorm");
     x_ = &x;
-    y_.resize(x.shape(), ctx.target);
+    const bool bits = bf16_output_ && holds_bf16_activations(ctx);
+    Tensor& y = bits ? y16_ : y_;
+    if (bits) {
+      resize_bf16(y16_, x.shape(), ctx.target);
+    } else {
+      y_.resize(x.shape(), ctx.target);
+    }
     mean_.resize({rows}, ctx.target);
     rstd_.resize({rows}, ctx.target);
-    ctx.k->norm_forward(ctx.stream, y_.data(), mean_.data(), rstd_.data(), x.data(),
-                        weight_.val.data(), bias_.val.data(), rows, D, eps);
-    return y_;
+    ctx.k->norm_forward_typed(ctx.stream, activation_data(y), y.dtype(), mean_.data(),
+                              rstd_.data(), x.data(), weight_.val.data(), bias_.val.data(), rows,
+                              D, eps);
+    return y;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
@@ -51,6 +63,8 @@ class LayerNorm {
   Param bias_;    // [D] shift (beta)
   const Tensor* x_ = nullptr;  // forward input, read by vjp
   Tensor y_;      // [rows, D] output
+  Tensor y16_;    // [rows, D] the output as bfloat16 bits, where it is held so
+  bool bf16_output_ = false;  // hold_output_in_bf16() was called
   Tensor mean_;   // [rows] row means
   Tensor rstd_;   // [rows] 1 / sqrt(var + eps)
   Tensor dx_;     // [rows, D] input gradient

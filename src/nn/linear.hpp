@@ -2,9 +2,15 @@
 // The Linear family: y = act(x · Wᵀ + b) as one fused step (GEMM plus a fused epilogue on the CPU,
 // a cuBLASLt epilogue on CUDA). Linear is the Identity member; Linear followed by a ReLU leaf is
 // two modules, LinearReLU is one.
+//
+// Its input only products read (x · Wᵀ, and Wᵀ's gradient), so it takes an activation held in
+// bfloat16 as well as fp32 (core/bf16_activation.hpp); with an activation whose derivative reads
+// the pre-activation (GELU, SiLU, ...) it can hold its own output in bfloat16 for a consumer that
+// only multiplies it.
 #include <cstdint>
 #include <string>
 
+#include "core/bf16_activation.hpp"
 #include "core/module.hpp"
 
 namespace noeira {
@@ -16,22 +22,38 @@ class LinearAct {
   static constexpr std::int64_t in_dim = In;
   static constexpr std::int64_t out_dim = Out;
   static constexpr Activation activation = Act;
+  static constexpr bool input_is_product_operand = true;
 
   explicit LinearAct(const Init& init)
       : weight_(init.weight("weight", {Out, In}, In, Out)), bias_(init.constant("bias", {Out}, 0.0f)) {}
 
+  // Its vjp reads the pre-activation, never the output: the output may be bits.
+  void hold_output_in_bf16()
+    requires(activation_needs_input(Act))
+  {
+    bf16_output_ = true;
+  }
+
   const Tensor& forward(Context& ctx, const Tensor& x) {
     const std::int64_t rows = check_input_rows(ctx, x, In, "Linear");
     x_ = &x;
-    y_.resize(output_shape(x.shape(), In, Out), ctx.target);
+    const Shape shape = output_shape(x.shape(), In, Out);
+    output_is_bits_ = bf16_output_ && holds_bf16_activations(ctx);
+    Tensor& y = output_is_bits_ ? y16_ : y_;
+    if (output_is_bits_) {
+      resize_bf16(y16_, shape, ctx.target);
+    } else {
+      y_.resize(shape, ctx.target);
+    }
     float* pre = nullptr;
     if constexpr (activation_needs_input(Act)) {
-      pre_.resize(y_.shape(), ctx.target);
+      pre_.resize(shape, ctx.target);
       pre = pre_.data();
     }
-    ctx.k->linear_forward(ctx.stream, Act, y_.data(), pre, x.data(), weight_.val.data(),
-                          bias_.val.data(), rows, In, Out);
-    return y_;
+    ctx.k->linear_forward_typed(ctx.stream, Act, activation_data(y), y.dtype(), pre,
+                                activation_data(x), x.dtype(), weight_.val.data(),
+                                bias_.val.data(), rows, In, Out);
+    return y;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
@@ -48,9 +70,11 @@ class LinearAct {
     }
     const float* pre = nullptr;
     if constexpr (activation_needs_input(Act)) pre = pre_.data();
-    ctx.k->linear_backward(ctx.stream, Act, ctx.grad_mode, dx, weight_.grd.data(),
-                           bias_.grd.data(), dpre, dy.data(), x_->data(), weight_.val.data(),
-                           y_.data(), pre, rows, In, Out);
+    // Bits out: the derivative reads pre, which stands in for the output it does not read.
+    const float* y = output_is_bits_ ? pre : y_.data();
+    ctx.k->linear_backward_typed(ctx.stream, Act, ctx.grad_mode, dx, weight_.grd.data(),
+                                 bias_.grd.data(), dpre, dy.data(), activation_data(*x_),
+                                 x_->dtype(), weight_.val.data(), y, pre, rows, In, Out);
     return input_grad == InputGrad::Compute ? dx_ : empty_;
   }
 
@@ -65,6 +89,9 @@ class LinearAct {
   Param bias_;    // [Out]
   const Tensor* x_ = nullptr;  // forward input, read by vjp
   Tensor y_;      // [..., Out] output (rows = all leading dimensions)
+  Tensor y16_;    // [..., Out] the output as bfloat16 bits, where it is held so
+  bool bf16_output_ = false;     // hold_output_in_bf16() was called
+  bool output_is_bits_ = false;  // the last forward wrote y16_
   Tensor pre_;    // [..., Out] pre-activation, only when the derivative needs it
   Tensor dpre_;   // [..., Out] scratch for dy · act'
   Tensor dx_;     // [..., In] input gradient

@@ -43,6 +43,8 @@ class SelfAttention : public attention::HeadSplit<C, Heads, KvHeads> {
   static constexpr int arity = 1;
   static constexpr std::int64_t qkv_width = C + 2 * kv_width;
   static constexpr bool rotary = Pos == Positions::Rope;
+  // Its input reaches only qkv's products (core/bf16_activation.hpp).
+  static constexpr bool input_is_product_operand = true;
 
   explicit SelfAttention(const Init& init)
       : qkv_(init.named_child("qkv")), rope_q_(init), rope_k_(init), repeat_k_(init),
@@ -60,7 +62,7 @@ class SelfAttention : public attention::HeadSplit<C, Heads, KvHeads> {
   // cache (at positions cache.length() ...), and they attend over all cached positions. The
   // cache must have been reset for this batch and width kv_width.
   const Tensor& forward_cached(Context& ctx, const Tensor& x, KvCache& cache) {
-    const SeqShape s = check_sequence_input(ctx, x, C, "SelfAttention");
+    const SeqShape s = check_sequence_input(ctx, x, C, "SelfAttention", "input", true);
     check_cache(ctx, cache, s);
     shape_ = s;
     cached_ = true;
@@ -136,7 +138,7 @@ class SelfAttention : public attention::HeadSplit<C, Heads, KvHeads> {
   };
 
   const Tensor& forward_padded(Context& ctx, const Tensor& x, const Tensor* key_lengths) {
-    const SeqShape s = check_sequence_input(ctx, x, C, "SelfAttention");
+    const SeqShape s = check_sequence_input(ctx, x, C, "SelfAttention", "input", true);
     if (key_lengths != nullptr) {
       check_key_lengths(ctx, *key_lengths, s.batch, s.seq, "SelfAttention");
     }

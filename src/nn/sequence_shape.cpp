@@ -20,11 +20,14 @@ void check_target(const Context& ctx, const Tensor& t, std::string_view module,
 }  // namespace
 
 SeqShape check_sequence_input(const Context& ctx, const Tensor& x, std::int64_t width,
-                              std::string_view module, std::string_view input) {
+                              std::string_view module, std::string_view input,
+                              bool bf16_allowed) {
+  const bool dtype_ok = x.dtype() == DType::F32 || (bf16_allowed && x.dtype() == DType::BF16);
   if (!x.defined() || x.rank() != 3 || x.dim(0) <= 0 || x.dim(1) <= 0 || x.dim(2) != width ||
-      x.dtype() != DType::F32) {
-    throw InputError(detail::concat(module, ": expected the ", input,
-                                    " as an f32 [batch, seq, ", width, "] tensor, got shape ",
+      !dtype_ok) {
+    throw InputError(detail::concat(module, ": expected the ", input, " as an f32",
+                                    bf16_allowed ? " or bf16" : "", " [batch, seq, ", width,
+                                    "] tensor, got shape ",
                                     x.defined() ? shape_string(x.shape()) : "(none)",
                                     x.defined() ? " of " : "",
                                     x.defined() ? to_string(x.dtype()) : ""));

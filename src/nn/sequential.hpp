@@ -1,11 +1,14 @@
 #pragma once
 // Sequential<M0, M1, ...>: children applied in order; child i is named "i" in the walk.
 // The dims must chain at compile time. The children are a chain: their backward buffers share two
-// children's storage (core/scratch_arena.hpp's ChainArenas).
+// children's storage (core/scratch_arena.hpp's ChainArenas). A child's output is read by the next
+// child alone, so a child that can hold its output in bfloat16 is told to where the next one only
+// multiplies it (core/bf16_activation.hpp).
 #include <cstddef>
 #include <tuple>
 #include <utility>
 
+#include "core/bf16_activation.hpp"
 #include "core/module.hpp"
 #include "core/scratch_arena.hpp"
 #include "nn/indexed_children.hpp"
@@ -31,7 +34,12 @@ class Sequential {
   static constexpr std::int64_t in_dim = std::tuple_element_t<0, Children>::in_dim;
   static constexpr std::int64_t out_dim = std::tuple_element_t<count - 1, Children>::out_dim;
 
-  explicit Sequential(const Init& init) : children_(init) {}
+  static constexpr bool input_is_product_operand =
+      ReadsInputAsProductOperand<std::tuple_element_t<0, Children>>;
+
+  explicit Sequential(const Init& init) : children_(init) {
+    hold_bf16_outputs(std::make_index_sequence<count - 1>{});
+  }
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     return forward_from<0>(ctx, x);
@@ -54,6 +62,19 @@ class Sequential {
   ChainArenas& vjp_arenas() { return arenas_; }
 
  private:
+  template <std::size_t... Is>
+  void hold_bf16_outputs(std::index_sequence<Is...>) {
+    (hold_bf16_output<Is>(), ...);
+  }
+  template <std::size_t I>
+  void hold_bf16_output() {
+    using Producer = std::tuple_element_t<I, Children>;
+    using Consumer = std::tuple_element_t<I + 1, Children>;
+    if constexpr (CanHoldOutputInBf16<Producer> && ReadsInputAsProductOperand<Consumer>) {
+      children_.template get<I>().hold_output_in_bf16();
+    }
+  }
+
   template <std::size_t I>
   const Tensor& forward_from(Context& ctx, const Tensor& x) {
     const Tensor& y = children_.template get<I>().forward(ctx, x);

@@ -139,6 +139,9 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
   Context ctx = Context::for_target(group.buffer_target(), stream.get(),
                                     parse_precision(cfg.precision));
   ctx.seed = cfg.seed;
+  // Under --precision bf16 the activations that only products read are held as bfloat16 bits:
+  // the same numbers in half the bytes (core/bf16_activation.hpp).
+  ctx.bf16_activations = true;
   // This rank's blocks share one block's buffers (a simulated rank is a thread of its own).
   ScratchArena scratch;
   if (cfg.checkpoint_activations) ctx.scratch = &scratch;

@@ -1,0 +1,51 @@
+#pragma once
+// Activations held in bfloat16 where the leaf allows (--precision bf16): an activation that only
+// matrix products read (a LayerNorm's output, a GELU Linear's, each feeding a Linear) is written
+// as its bfloat16 bits, half the bytes, and the products read the bits as they are. Bf16 products
+// round their fp32 operands to bfloat16 anyway, so the run computes the same numbers bit for bit;
+// what changes is the memory those activations hold between the forward and the vjp.
+//
+// Two sides must agree, and only a composition that holds both knows they do: a consumer whose
+// input only products read says so (static input_is_product_operand: Linear, SelfAttention, a
+// Sequential whose first child does), and a producer that can write its output as bits offers
+// hold_output_in_bf16() (a LayerNorm; a Linear whose activation's derivative reads the
+// pre-activation, not the output, so that its own vjp never reads what it wrote). Sequential calls
+// it between neighbours, a transformer block for its norms. It acts only where the context runs
+// bf16 products and ctx.bf16_activations is set (the trainer's contexts under --precision bf16);
+// anything else keeps fp32 outputs. A module that is not a consumer and is handed bits fails on
+// its first read with a dtype error, never reads them as floats.
+#include <cstdint>
+
+#include "core/context.hpp"
+#include "core/tensor.hpp"
+
+namespace noeira {
+
+template <class M>
+concept ReadsInputAsProductOperand = requires { requires M::input_is_product_operand; };
+
+template <class M>
+concept CanHoldOutputInBf16 = requires(M& m) { m.hold_output_in_bf16(); };
+
+// Whether a producer told to hold its output in bf16 does so under this context.
+inline bool holds_bf16_activations(const Context& ctx) {
+  return ctx.bf16_activations && ctx.k->precision == Precision::Bf16;
+}
+
+// Gives `t` this shape as a BF16 tensor (its buffer kept when it already is one and large enough).
+inline void resize_bf16(Tensor& t, const Shape& shape, Target target) {
+  if (t.dtype() != DType::BF16) t = Tensor(Shape{0}, target, DType::BF16);
+  t.resize(shape, target);
+}
+
+// An activation's storage for the typed kernels: fp32 values or bfloat16 bits.
+inline const void* activation_data(const Tensor& t) {
+  if (t.dtype() == DType::BF16) return t.as<std::uint16_t>();
+  return t.data();
+}
+inline void* activation_data(Tensor& t) {
+  if (t.dtype() == DType::BF16) return t.as<std::uint16_t>();
+  return t.data();
+}
+
+}  // namespace noeira
