@@ -242,8 +242,8 @@ TEST(SelfAttention, RejectsInputsThatAreNotSequences) {
     m.forward(ctx, Tensor({6, 8}));
     ADD_FAILURE() << "a rank-2 input ran";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("SelfAttention: expected the input as an f32 [batch, "
-                                         "seq, 8] tensor, got shape [6, 8]"),
+    EXPECT_NE(std::string(e.what()).find("SelfAttention: expected the input as an f32 or bf16 "
+                                         "[batch, seq, 8] tensor, got shape [6, 8]"),
               std::string::npos)
         << e.what();
   }

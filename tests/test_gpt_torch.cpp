@@ -109,6 +109,7 @@ void write_case(const std::filesystem::path& dir, Precision precision) {
   // term of every gradient is visible.
   testing::randomize_weights(model, 91, 0.4f);
   Context ctx = Context::for_target(Target::Cpu, nullptr, precision);
+  ctx.bf16_activations = true;  // as the trainer runs it: norms and GELU hold bits
   CrossEntropyLoss loss;
   const dist::WalkUnits walk = dist::walk_units(model);
   const std::vector<float> masters = testing::walk_values(walk);

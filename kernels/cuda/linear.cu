@@ -7,11 +7,11 @@
 #include <cstdint>
 
 #include "kernels/activation_math.hpp"
-#include "kernels/bf16_math.hpp"
 #include "kernels/cuda/colsum.cuh"
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/matmul.hpp"
+#include "kernels/cuda/scratch.hpp"
 
 namespace noeira::cuda {
 
@@ -28,20 +28,6 @@ struct BiasAct {
     const float z = b != nullptr ? y[i] + b[i % out] : y[i];
     if (pre != nullptr) pre[i] = z;
     y[i] = act::forward(act, z);
-  }
-};
-
-// The unfused epilogue of a bfloat16 output: pre = GEMM + bias in place, y the bits of act(pre).
-struct BiasActBits {
-  Activation act;
-  float* pre;
-  std::uint16_t* y;
-  const float* b;
-  std::int64_t out;
-  __device__ void operator()(std::int64_t i) const {
-    const float z = b != nullptr ? pre[i] + b[i % out] : pre[i];
-    pre[i] = z;
-    y[i] = bf16_bits(act::forward(act, z));
   }
 };
 
@@ -63,6 +49,16 @@ void linear_forward_typed_at(Stream s, Activation a, void* y_out, DType y_dtype,
                "linear_forward: a bfloat16 output needs the pre-activation of an activation "
                "whose derivative reads it, not ", to_string(a));
   if (rows <= 0 || out <= 0) return;
+  if (y_dtype == DType::BF16) {
+    // The fp32 path's numbers (cuBLASLt's GELU epilogue where it fuses, which writes fp32) into
+    // stream-ordered scratch for the call's length, rounded: the same bits as y in fp32, rounded.
+    Scratch<float> y32(s, static_cast<std::size_t>(rows * out));
+    linear_forward_typed_at<P>(s, a, y32.data(), DType::F32, pre, x, x_dtype, w, b, rows, in,
+                               out);
+    to_bf16(s, static_cast<std::uint16_t*>(y_out), y32.data(), rows * out);
+    return;
+  }
+  float* y = static_cast<float*>(y_out);
   const bool keep_pre = activation_needs_input(a) && pre != nullptr;
   const bool has_bias = b != nullptr;
 
@@ -78,15 +74,6 @@ void linear_forward_typed_at(Stream s, Activation a, void* y_out, DType y_dtype,
   g.ldb = in;
   g.ldd = out;
   g.precision = P;
-  if (y_dtype == DType::BF16) {
-    // The GEMM into pre, then bias and activation element-wise, y written once as bits.
-    g.d = pre;
-    matmul(s, g);
-    launch_map(s, rows * out,
-               BiasActBits{a, pre, static_cast<std::uint16_t*>(y_out), b, out});
-    return;
-  }
-  float* y = static_cast<float*>(y_out);
   g.d = y;
   g.bias = b;
 
