@@ -14,6 +14,7 @@
 #include "core/scratch_arena.hpp"
 #include "expect_error.hpp"
 #include "gpu_skip.hpp"
+#include "model_input.hpp"
 #include "gradcheck.hpp"
 #include "kernels/bf16_math.hpp"
 #include "kernels/kernel_table.hpp"
@@ -24,6 +25,8 @@
 
 namespace noeira {
 namespace {
+
+using testing::model_input;
 
 using testing::random_values;
 
@@ -142,20 +145,6 @@ struct Step {
   std::int64_t forward_bytes = 0;
 };
 
-template <class M>
-Tensor input_of(std::int64_t rows, std::uint32_t seed, Target target) {
-  if constexpr (requires { M::vocab; }) {
-    std::vector<std::int32_t> ids;
-    for (std::int64_t i = 0; i < rows * M::block; ++i) {
-      ids.push_back(static_cast<std::int32_t>((i * 13 + seed) % M::vocab));
-    }
-    return Tensor::from_host_ids({rows, M::block}, ids, target);
-  } else {
-    return Tensor::from_host({rows, M::in_dim},
-                             random_values(static_cast<std::size_t>(rows * M::in_dim), seed),
-                             target);
-  }
-}
 
 // Steps at batches that grow and shrink, then an evaluation; bf16 products throughout.
 template <class M>
@@ -171,7 +160,7 @@ std::vector<Step> run(Precision precision, bool bf16_activations, bool checkpoin
     ctx.scratch = checkpointed ? &arena : nullptr;
     ctx.seed = 3;
     ctx.step = s;
-    const Tensor x = input_of<M>(batches[s], static_cast<std::uint32_t>(s + 1), target);
+    const Tensor x = model_input<M>(batches[s], static_cast<std::uint32_t>(s + 1), target);
     Step step;
     const std::int64_t before = tensor_bytes(target).live;
     const Tensor& y = model.forward(ctx, x);
@@ -185,7 +174,7 @@ std::vector<Step> run(Precision precision, bool bf16_activations, bool checkpoin
       step.grads.insert(step.grads.end(), g.begin(), g.end());
     });
     ctx.mode = Mode::Eval;
-    step.evaluation = model.forward(ctx, input_of<M>(2, 77, target)).to_vector();
+    step.evaluation = model.forward(ctx, model_input<M>(2, 77, target)).to_vector();
     steps.push_back(std::move(step));
   }
   return steps;

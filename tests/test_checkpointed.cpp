@@ -17,6 +17,7 @@
 #include "distributed/units.hpp"
 #include "expect_error.hpp"
 #include "gpu_skip.hpp"
+#include "model_input.hpp"
 #include "leaf_util.hpp"
 #include "nn/batchnorm.hpp"
 #include "nn/checkpointed.hpp"
@@ -33,6 +34,8 @@
 
 namespace noeira {
 namespace {
+
+using testing::model_input;
 
 // Dropout and BatchNorm inside checkpointed blocks, one block nested in another.
 using Inner = Checkpointed<Residual<Sequential<LayerNorm<16>, Dropout<16, 300>, Linear<16, 16>>>>;
@@ -70,22 +73,6 @@ std::vector<float> walk_buffers(M& model) {
     out.insert(out.end(), v.begin(), v.end());
   });
   return out;
-}
-
-// The model's inputs: rows of features, or token ids for a language model.
-template <class M>
-Tensor input_of(std::int64_t rows, std::uint32_t seed, Target target = Target::Cpu) {
-  if constexpr (requires { M::vocab; }) {
-    std::vector<std::int32_t> ids;
-    for (std::int64_t i = 0; i < rows * M::block; ++i) {
-      ids.push_back(static_cast<std::int32_t>((i * 13 + seed) % M::vocab));
-    }
-    return Tensor::from_host_ids({rows, M::block}, ids, target);
-  } else {
-    return Tensor::from_host(
-        {rows, M::in_dim},
-        testing::random_values(static_cast<std::size_t>(rows * M::in_dim), seed), target);
-  }
 }
 
 // A training step: forward, the gradient of Σ y·w for fixed weights w, vjp.
@@ -142,12 +129,12 @@ void expect_checkpointing_changes_no_bit(const std::vector<std::int64_t>& batche
   EXPECT_EQ(checkpoint_sites(checkpointed), checkpoint_sites(plain));
   ASSERT_GT(checkpoint_sites(checkpointed), 0u);
   for (std::size_t s = 0; s < batches.size(); ++s) {
-    const Tensor x = input_of<M>(batches[s], static_cast<std::uint32_t>(s + 1), target);
+    const Tensor x = model_input<M>(batches[s], static_cast<std::uint32_t>(s + 1), target);
     expect_same(step(plain, x, nullptr, s), step(checkpointed, x, &arena, s),
                 "step " + std::to_string(s) + ", batch " + std::to_string(batches[s]));
   }
   EXPECT_GT(arena.slots(), 0u);
-  const Tensor x = input_of<M>(batches.back() + 1, 99, target);
+  const Tensor x = model_input<M>(batches.back() + 1, 99, target);
   const std::vector<float> reference = evaluate(plain, x, nullptr);
   EXPECT_EQ(evaluate(checkpointed, x, &arena), reference) << "evaluation in the arena";
   // Run plainly after the arena: no block may keep writing a buffer another block shares.
@@ -179,7 +166,7 @@ TEST(Checkpointed, GenerationAfterCheckpointedTrainingIsThePlainModels) {
   SmallGpt plain(kInit);
   SmallGpt checkpointed(kInit);
   ScratchArena arena;
-  const Tensor ids = input_of<SmallGpt>(2, 1);
+  const Tensor ids = model_input<SmallGpt>(2, 1);
   step(plain, ids, nullptr, 0);
   step(checkpointed, ids, &arena, 0);
   Context ctx = Context::for_target(Target::Cpu);
@@ -197,7 +184,7 @@ template <class M>
 std::int64_t first_step_bytes(std::int64_t batch, bool checkpoint, bool shared_vjp_buffers) {
   M model(kInit);
   ScratchArena arena;
-  const Tensor ids = input_of<M>(batch, 1);
+  const Tensor ids = model_input<M>(batch, 1);
   reset_peak_tensor_bytes(Target::Cpu);
   const std::int64_t before = tensor_bytes(Target::Cpu).live;
   step(model, ids, checkpoint ? &arena : nullptr, 0, shared_vjp_buffers);
@@ -242,14 +229,14 @@ void expect_shared_vjp_buffers_change_no_bit(const std::vector<std::int64_t>& ba
   M checkpointed_shared(init);
   ScratchArena arena_own, arena_shared;
   for (std::size_t s = 0; s < batches.size(); ++s) {
-    const Tensor x = input_of<M>(batches[s], static_cast<std::uint32_t>(s + 1), target);
+    const Tensor x = model_input<M>(batches[s], static_cast<std::uint32_t>(s + 1), target);
     const std::string where = "step " + std::to_string(s) + ", batch " + std::to_string(batches[s]);
     const Pass reference = step(own, x, nullptr, s, false);
     expect_same(reference, step(shared, x, nullptr, s, true), where);
     expect_same(reference, step(checkpointed_own, x, &arena_own, s, false), where + ", ckpt");
     expect_same(reference, step(checkpointed_shared, x, &arena_shared, s, true), where + ", ckpt");
   }
-  const Tensor x = input_of<M>(batches.back() + 1, 99, target);
+  const Tensor x = model_input<M>(batches.back() + 1, 99, target);
   expect_same(step(own, x, nullptr, 7, false), step(shared, x, nullptr, 7, false), "after");
 }
 
@@ -291,7 +278,7 @@ TEST(SharedVjpBuffers, UnitHooksRunOutsideTheArenas) {
     Context ctx = Context::for_target(Target::Cpu);
     ctx.units = &hooks;
     ctx.scratch = checkpoint ? &arena : nullptr;
-    const Tensor ids = input_of<SmallGpt>(2, 1);
+    const Tensor ids = model_input<SmallGpt>(2, 1);
     const Tensor& y = model.forward(ctx, ids);
     const Tensor dy = Tensor::from_host(
         y.shape(), testing::random_values(static_cast<std::size_t>(y.numel()), 5));
