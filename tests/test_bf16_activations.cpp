@@ -21,6 +21,8 @@
 #include "nn/activation.hpp"
 #include "nn/gpt.hpp"
 #include "nn/layernorm.hpp"
+#include "nn/linear.hpp"
+#include "nn/sequential.hpp"
 #include "nn/vit.hpp"
 
 namespace noeira {
@@ -241,6 +243,19 @@ TEST(Bf16Activations, GenerationReadsTheHeldNorms) {
     return model.forward_cached(ctx, prompt, cache).to_vector();
   };
   EXPECT_EQ(generate(true), generate(false));
+}
+
+// The walk counts the holders: a GPT block's two norms and GELU layer, none in a ReLU MLP.
+TEST(Bf16Activations, TheWalkCountsTheHolders) {
+  const Init init(Target::Cpu, InitSpec{InitKind::Normal, 0.0f, 0.1f, 7});
+  SmallGpt gpt(init);
+  EXPECT_EQ(bf16_activation_sites(gpt), 3u * 3u);
+  SmallVit vit(init);
+  EXPECT_EQ(bf16_activation_sites(vit), 2u * 3u);
+  Sequential<LinearReLU<4, 8>, LinearReLU<8, 8>, Linear<8, 2>> mlp(init);
+  EXPECT_EQ(bf16_activation_sites(mlp), 0u);
+  Sequential<LayerNorm<4>, LinearGELU<4, 8>, LinearSiLU<8, 8>, Linear<8, 2>> chain(init);
+  EXPECT_EQ(bf16_activation_sites(chain), 3u);
 }
 
 // A module that reads its input as floats, handed bits, fails on the read.

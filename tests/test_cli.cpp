@@ -84,6 +84,10 @@ TEST(Cli, BadFlagsAreOneLineErrors) {
                         "--no-zero3-prefetch applies to --policy zero3 only");
   expect_one_error_line(noeira(dir, "train --model cnn --checkpoint-activations"),
                         "--checkpoint-activations: model 'cnn' has no blocks to checkpoint");
+  expect_one_error_line(noeira(dir, "train --fp32-activations"),
+                        "--fp32-activations applies to --precision bf16 only");
+  expect_one_error_line(noeira(dir, "train --model mlp --precision bf16 --fp32-activations"),
+                        "--fp32-activations: model 'mlp' holds no activation in bf16");
 }
 
 TEST(Cli, MissingOrBadDataNamesTheFile) {

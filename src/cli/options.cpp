@@ -272,6 +272,10 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_flag("--checkpoint-activations", t.checkpoint_activations,
              "Keep only each block's input and output through the step and recompute the block's "
              "forward in backward (gpt, vit, resnet): less activation memory for one more forward");
+  a.add_flag("--fp32-activations", t.fp32_activations,
+             "--precision bf16: hold every activation in fp32, also those only matrix products "
+             "read (the norms' and GELU layers' outputs, bfloat16 by default): the same numbers "
+             "in more memory");
   a.add_option("--watchdog-timeout", t.watchdog_timeout,
                "Seconds a collective may wait for the other ranks before the run fails")
       ->check(real_in(kMinWatchdogSeconds, kMaxWatchdogSeconds));

@@ -14,9 +14,13 @@
 // bf16 products and ctx.bf16_activations is set (the trainer's contexts under --precision bf16);
 // anything else keeps fp32 outputs. A module that is not a consumer and is handed bits fails on
 // its first read with a dtype error, never reads them as floats.
+#include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "core/context.hpp"
+#include "core/param.hpp"
 #include "core/tensor.hpp"
 
 namespace noeira {
@@ -26,6 +30,27 @@ concept ReadsInputAsProductOperand = requires { requires M::input_is_product_ope
 
 template <class M>
 concept CanHoldOutputInBf16 = requires(M& m) { m.hold_output_in_bf16(); };
+
+// The walk's report of a producer told to hold its output in bf16 (to visitors that ask).
+template <class Visitor>
+void visit_bf16_holder(Visitor& visit, bool held) {
+  if constexpr (requires { visit.holds_bf16_output(); }) {
+    if (held) visit.holds_bf16_output();
+  }
+}
+
+// How many of a model's modules hold their outputs in bf16 under bf16 products.
+template <class M>
+std::size_t bf16_activation_sites(M& model) {
+  struct Counter {
+    std::size_t sites = 0;
+    void operator()(const std::string&, Param&) const {}
+    void holds_bf16_output() { ++sites; }
+  };
+  Counter counter;
+  model.for_each_param(counter, std::string_view{});
+  return counter.sites;
+}
 
 // Whether a producer told to hold its output in bf16 does so under this context.
 inline bool holds_bf16_activations(const Context& ctx) {

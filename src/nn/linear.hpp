@@ -80,6 +80,7 @@ class LinearAct {
 
   template <class Visitor>
   void for_each_param(Visitor&& visit, std::string_view prefix) {
+    visit_bf16_holder(visit, bf16_output_);
     visit(join_name(prefix, "weight"), weight_);
     visit(join_name(prefix, "bias"), bias_);
   }

@@ -34,6 +34,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"zero3-persist-below", c.zero3_persist_below},
       {"no-zero3-prefetch", c.no_zero3_prefetch},
       {"checkpoint-activations", c.checkpoint_activations},
+      {"fp32-activations", c.fp32_activations},
       {"batchnorm", c.batchnorm},
       {"report-memory", c.report_memory},
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
@@ -149,6 +150,10 @@ void validate(const TrainConfig& c) {
   };
   require_zero3(c.zero3_persist_below > 0, "--zero3-persist-below", "hold every parameter whole");
   require_zero3(c.no_zero3_prefetch, "--no-zero3-prefetch", "gather no parameters");
+  if (c.fp32_activations && parse_precision(c.precision) != Precision::Bf16) {
+    throw InputError(detail::concat("--fp32-activations applies to --precision bf16 only (under ",
+                                    c.precision, " every activation is fp32 already)"));
+  }
   if (!(c.bucket_mb > 0.0)) {
     throw InputError(detail::concat("--bucket-mb must be positive, got ", c.bucket_mb));
   }

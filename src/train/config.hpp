@@ -99,6 +99,7 @@ struct TrainConfig {
   std::int64_t zero3_persist_below = 0;  // ZeRO-3: smaller units stay gathered (PolicyOptions)
   bool no_zero3_prefetch = false;        // ZeRO-3: each gather when its unit starts
   bool checkpoint_activations = false;   // blocks recompute their forward in vjp
+  bool fp32_activations = false;         // --precision bf16: hold no activation as bfloat16
   // Batch normalization under data parallelism: sync (statistics of the global batch, so N ranks
   // train the model one rank trains) or local (each rank's rows, as PyTorch's DDP; faster).
   std::string batchnorm = "sync";

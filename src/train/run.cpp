@@ -17,6 +17,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/bf16_activation.hpp"
 #include "distributed/mpi_check.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
@@ -140,8 +141,8 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
                                     parse_precision(cfg.precision));
   ctx.seed = cfg.seed;
   // Under --precision bf16 the activations that only products read are held as bfloat16 bits:
-  // the same numbers in half the bytes (core/bf16_activation.hpp).
-  ctx.bf16_activations = true;
+  // the same numbers in half the bytes (core/bf16_activation.hpp), unless --fp32-activations.
+  ctx.bf16_activations = !cfg.fp32_activations;
   // This rank's blocks share one block's buffers (a simulated rank is a thread of its own).
   ScratchArena scratch;
   if (cfg.checkpoint_activations) ctx.scratch = &scratch;
@@ -309,7 +310,7 @@ TrainOutcome run_train(const TrainConfig& given) {
 
   return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
     check_preset_suits_data<M>(cfg);
-    if (cfg.batchnorm == "local" || cfg.checkpoint_activations) {
+    if (cfg.batchnorm == "local" || cfg.checkpoint_activations || cfg.fp32_activations) {
       M probe(model_init<M>(cfg, Target::Cpu));
       if (cfg.batchnorm == "local" && dist::walk_units(probe).buffers.empty()) {
         throw InputError(detail::concat("--batchnorm local: model '", cfg.model,
@@ -319,6 +320,11 @@ TrainOutcome run_train(const TrainConfig& given) {
         throw InputError(detail::concat("--checkpoint-activations: model '", cfg.model,
                                         "' has no blocks to checkpoint (the gpt, vit and resnet "
                                         "models have)"));
+      }
+      if (cfg.fp32_activations && bf16_activation_sites(probe) == 0) {
+        throw InputError(detail::concat("--fp32-activations: model '", cfg.model,
+                                        "' holds no activation in bf16 (the gpt and vit models "
+                                        "do)"));
       }
     }
     if (!cfg.init_from.empty()) {
