@@ -279,8 +279,8 @@ struct KernelTable {
                           const float* y, const float* pre, std::int64_t rows, std::int64_t in,
                           std::int64_t out);
   // The same two with activations of either dtype (--precision bf16 holds an activation that
-  // only matrix products read as its bfloat16 bits: nn/bf16_activation.hpp): x as fp32 values or
-  // bf16 bits (x_dtype F32 or BF16), and the forward's y as either (y_dtype). A bf16 y needs
+  // only matrix products read as its bfloat16 bits: core/bf16_activation.hpp): x as fp32 values
+  // or bf16 bits (x_dtype F32 or BF16), and the forward's y as either (y_dtype). A bf16 y needs
   // pre and an act whose derivative reads it (activation_needs_input): the backward is then
   // given pre for y, which it does not read. Bits need the bf16 table, whose products round x to
   // bfloat16 anyway: the results are linear_forward's and linear_backward's bit for bit, y rounded

@@ -11,9 +11,9 @@
 // hold_output_in_bf16() (a LayerNorm; a Linear whose activation's derivative reads the
 // pre-activation, not the output, so that its own vjp never reads what it wrote). Sequential calls
 // it between neighbours, a transformer block for its norms. It acts only where the context runs
-// bf16 products and ctx.bf16_activations is set (the trainer's contexts under --precision bf16);
-// anything else keeps fp32 outputs. A module that is not a consumer and is handed bits fails on
-// its first read with a dtype error, never reads them as floats.
+// bf16 products and ctx.bf16_activations is set (the trainer's contexts under --precision bf16,
+// unless --fp32-activations); anything else keeps fp32 outputs. A module that is not a consumer
+// and is handed bits fails on its first read with a dtype error, never reads them as floats.
 #include <cstddef>
 #include <cstdint>
 #include <string>

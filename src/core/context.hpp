@@ -71,7 +71,7 @@ struct Context {
   bool shared_vjp_buffers = true;
   // Under bf16 products, modules told that only products read their output hold it as bfloat16
   // bits (core/bf16_activation.hpp): the same numbers in half the bytes. The trainer sets it
-  // under --precision bf16; false keeps every activation fp32 (the tests compare the two).
+  // unless --fp32-activations; false keeps every activation fp32 (the tests compare the two).
   bool bf16_activations = false;
   // A checkpointed module's vjp is running its forward again: a leaf whose forward changes state
   // beyond its buffers (BatchNorm's running estimates) must not change it a second time.

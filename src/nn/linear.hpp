@@ -3,7 +3,7 @@
 // a cuBLASLt epilogue on CUDA). Linear is the Identity member; Linear followed by a ReLU leaf is
 // two modules, LinearReLU is one.
 //
-// Its input only products read (x · Wᵀ, and Wᵀ's gradient), so it takes an activation held in
+// Its input only products read (x · Wᵀ, and W's gradient), so it takes an activation held in
 // bfloat16 as well as fp32 (core/bf16_activation.hpp); with an activation whose derivative reads
 // the pre-activation (GELU, SiLU, ...) it can hold its own output in bfloat16 for a consumer that
 // only multiplies it.
