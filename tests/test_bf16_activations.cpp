@@ -12,6 +12,7 @@
 
 #include "core/bf16_activation.hpp"
 #include "core/scratch_arena.hpp"
+#include "cuda_compare.hpp"
 #include "expect_error.hpp"
 #include "gpu_skip.hpp"
 #include "model_input.hpp"
@@ -30,16 +31,13 @@ namespace {
 
 using testing::model_input;
 
+using testing::random_on;
 using testing::random_values;
 
 // Vocabulary 40, block 8, 3 layers, 2 heads, width 16.
 using SmallGpt = Gpt<GptShape{40, 8, 3, 2, 16}>;
 using SmallVit = Vit<VitShape{ImageShape{1, 8, 8}, 4, 2, 2, 16, 4}>;
 
-// Host vectors through a table's memory, so that the same checks run on either target.
-Tensor on(Target target, const std::vector<float>& v) {
-  return Tensor::from_host({static_cast<std::int64_t>(v.size())}, v, target);
-}
 Tensor bits_of(const KernelTable& k, const Tensor& values) {
   Tensor bits({values.numel()}, k.target, DType::BF16);
   k.to_bf16(nullptr, bits.as<std::uint16_t>(), values.data(), values.numel());
@@ -51,10 +49,10 @@ std::vector<std::uint16_t> host_bits(const Tensor& bits) { return bits.to_host<s
 void expect_kernels_on_bits_are_the_kernels_on_values(Target target) {
   const KernelTable& k = kernels_for(target, Precision::Bf16);
   constexpr std::int64_t rows = 13, in = 24, out = 20;
-  const Tensor x = on(target, random_values(rows * in, 1));
-  const Tensor w = on(target, random_values(out * in, 2));
-  const Tensor b = on(target, random_values(out, 3));
-  const Tensor dy = on(target, random_values(rows * out, 4));
+  const Tensor x = random_on(target, {rows * in}, 1);
+  const Tensor w = random_on(target, {out * in}, 2);
+  const Tensor b = random_on(target, {out}, 3);
+  const Tensor dy = random_on(target, {rows * out}, 4);
   const Tensor x16 = bits_of(k, x);
 
   for (const Activation act : {Activation::GeluTanh, Activation::SiLU}) {
@@ -82,7 +80,7 @@ void expect_kernels_on_bits_are_the_kernels_on_values(Target target) {
     // gradient the same; dw accumulates onto a start of its own.
     auto backward = [&](const void* xs, DType x_dtype, const float* ys) {
       Tensor dx({rows * in}, target), dpre({rows * out}, target), db({out}, target);
-      Tensor dw = on(target, random_values(out * in, 5));
+      Tensor dw = random_on(target, {out * in}, 5);
       k.linear_backward_typed(nullptr, act, GradMode::Accumulate, dx.data(), dw.data(),
                               db.data(), dpre.data(), dy.data(), xs, x_dtype, w.data(), ys,
                               pre.data(), rows, in, out);
@@ -99,7 +97,7 @@ void expect_kernels_on_bits_are_the_kernels_on_values(Target target) {
   }
 
   // A LayerNorm's output as bits: the values rounded, the statistics the same.
-  const Tensor gamma = on(target, random_values(in, 6, 0.5f, 1.5f));
+  const Tensor gamma = random_on(target, {in}, 6, 0.5f, 1.5f);
   Tensor ny({rows * in}, target), mean({rows}, target), rstd({rows}, target);
   k.norm_forward(nullptr, ny.data(), mean.data(), rstd.data(), x.data(), gamma.data(), b.data(),
                  rows, in, 1e-5f);

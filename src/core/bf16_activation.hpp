@@ -16,11 +16,9 @@
 // and is handed bits fails on its first read with a dtype error, never reads them as floats.
 #include <cstddef>
 #include <cstdint>
-#include <string>
-#include <string_view>
 
 #include "core/context.hpp"
-#include "core/param.hpp"
+#include "core/module.hpp"
 #include "core/tensor.hpp"
 
 namespace noeira {
@@ -31,25 +29,10 @@ concept ReadsInputAsProductOperand = requires { requires M::input_is_product_ope
 template <class M>
 concept CanHoldOutputInBf16 = requires(M& m) { m.hold_output_in_bf16(); };
 
-// The walk's report of a producer told to hold its output in bf16 (to visitors that ask).
-template <class Visitor>
-void visit_bf16_holder(Visitor& visit, bool held) {
-  if constexpr (requires { visit.holds_bf16_output(); }) {
-    if (held) visit.holds_bf16_output();
-  }
-}
-
 // How many of a model's modules hold their outputs in bf16 under bf16 products.
 template <class M>
 std::size_t bf16_activation_sites(M& model) {
-  struct Counter {
-    std::size_t sites = 0;
-    void operator()(const std::string&, Param&) const {}
-    void holds_bf16_output() { ++sites; }
-  };
-  Counter counter;
-  model.for_each_param(counter, std::string_view{});
-  return counter.sites;
+  return walk_sites(model, WalkSite::Bf16Output);
 }
 
 // Whether a producer told to hold its output in bf16 does so under this context.
@@ -57,11 +40,42 @@ inline bool holds_bf16_activations(const Context& ctx) {
   return ctx.bf16_activations && ctx.k->precision == Precision::Bf16;
 }
 
-// Gives `t` this shape as a BF16 tensor (its buffer kept when it already is one and large enough).
-inline void resize_bf16(Tensor& t, const Shape& shape, Target target) {
-  if (t.dtype() != DType::BF16) t = Tensor(Shape{0}, target, DType::BF16);
-  t.resize(shape, target);
-}
+// A producer's output buffer: fp32 values, or their bfloat16 bits where the producer was told to
+// hold it so (hold()) and the context holds bf16 activations.
+class ProducerOutput {
+ public:
+  void hold() { told_ = true; }
+
+  // This forward's output, in this shape: the bits or the fp32 buffer, as above.
+  Tensor& resize(const Context& ctx, const Shape& shape) {
+    bits_ = told_ && holds_bf16_activations(ctx);
+    if (!bits_) {
+      values_.resize(shape, ctx.target);
+      return values_;
+    }
+    if (bits_buffer_.dtype() != DType::BF16) {
+      bits_buffer_ = Tensor(Shape{0}, ctx.target, DType::BF16);
+    }
+    bits_buffer_.resize(shape, ctx.target);
+    return bits_buffer_;
+  }
+
+  // Whether the last forward's output is bits (then values() is not it).
+  bool bits() const { return bits_; }
+  const Tensor& values() const { return values_; }
+
+  // The walk's report of a producer told to hold its output (bf16_activation_sites).
+  template <class Visitor>
+  void visit(Visitor& visitor) const {
+    if (told_) visit_site(visitor, WalkSite::Bf16Output);
+  }
+
+ private:
+  Tensor values_;
+  Tensor bits_buffer_;
+  bool told_ = false;  // hold() was called
+  bool bits_ = false;  // the last forward wrote bits_buffer_
+};
 
 // An activation's storage for the typed kernels: fp32 values or bfloat16 bits.
 inline const void* activation_data(const Tensor& t) {

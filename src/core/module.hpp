@@ -29,6 +29,7 @@
 // from that vjp (i = 0 is x0's again); InputGrad::Skip skips every input gradient. They do not
 // satisfy Module, whose forward takes one input; MultiInputModule checks the rest of the contract.
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -84,6 +85,30 @@ void visit_buffer(Visitor& visit, std::string_view prefix, std::string_view name
   if constexpr (requires(const std::string& n) { visit.buffer(n, buffer); }) {
     visit.buffer(join_name(prefix, name), buffer);
   }
+}
+
+// What a walk reports besides parameters and buffers, to visitors that ask (visitor.site(kind)):
+// a checkpointed module (nn/checkpointed.hpp), a module that holds its output in bf16
+// (core/bf16_activation.hpp). Combinators pass the reports on without knowing of them.
+enum class WalkSite : std::uint8_t { Checkpointed, Bf16Output };
+
+template <class Visitor>
+void visit_site(Visitor& visit, WalkSite kind) {
+  if constexpr (requires { visit.site(kind); }) visit.site(kind);
+}
+
+// How many sites of one kind a model's walk reports.
+template <class M>
+std::size_t walk_sites(M& model, WalkSite kind) {
+  struct Counter {
+    WalkSite kind;
+    std::size_t sites = 0;
+    void operator()(const std::string&, Param&) const {}
+    void site(WalkSite reported) { sites += reported == kind ? 1 : 0; }
+  };
+  Counter counter{kind};
+  model.for_each_param(counter, std::string_view{});
+  return counter.sites;
 }
 
 namespace detail_walk {

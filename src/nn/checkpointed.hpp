@@ -85,7 +85,7 @@ class Checkpointed {
 
   template <class Visitor>
   void for_each_param(Visitor&& visit, std::string_view prefix) {
-    if constexpr (requires { visit.checkpointed(); }) visit.checkpointed();
+    visit_site(visit, WalkSite::Checkpointed);
     inner_.for_each_param(visit, prefix);
   }
 
@@ -126,14 +126,7 @@ class Checkpointed {
 // The checkpoint sites of a model: its Checkpointed modules.
 template <class M>
 std::size_t checkpoint_sites(M& model) {
-  struct Counter {
-    std::size_t sites = 0;
-    void operator()(const std::string&, Param&) const {}
-    void checkpointed() { ++sites; }
-  };
-  Counter counter;
-  model.for_each_param(counter, std::string_view{});
-  return counter.sites;
+  return walk_sites(model, WalkSite::Checkpointed);
 }
 
 }  // namespace noeira

@@ -23,18 +23,12 @@ class LayerNorm {
 
   // Its vjp reads the input and the row statistics, never the output: the output may be bits
   // (core/bf16_activation.hpp).
-  void hold_output_in_bf16() { bf16_output_ = true; }
+  void hold_output_in_bf16() { y_.hold(); }
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     const std::int64_t rows = check_input_rows(ctx, x, D, "LayerNorm");
     x_ = &x;
-    const bool bits = bf16_output_ && holds_bf16_activations(ctx);
-    Tensor& y = bits ? y16_ : y_;
-    if (bits) {
-      resize_bf16(y16_, x.shape(), ctx.target);
-    } else {
-      y_.resize(x.shape(), ctx.target);
-    }
+    Tensor& y = y_.resize(ctx, x.shape());
     mean_.resize({rows}, ctx.target);
     rstd_.resize({rows}, ctx.target);
     ctx.k->norm_forward_typed(ctx.stream, activation_data(y), y.dtype(), mean_.data(),
@@ -54,7 +48,7 @@ class LayerNorm {
 
   template <class Visitor>
   void for_each_param(Visitor&& visit, std::string_view prefix) {
-    visit_bf16_holder(visit, bf16_output_);
+    y_.visit(visit);
     visit(join_name(prefix, "weight"), weight_);
     visit(join_name(prefix, "bias"), bias_);
   }
@@ -63,9 +57,7 @@ class LayerNorm {
   Param weight_;  // [D] scale (gamma)
   Param bias_;    // [D] shift (beta)
   const Tensor* x_ = nullptr;  // forward input, read by vjp
-  Tensor y_;      // [rows, D] output
-  Tensor y16_;    // [rows, D] the output as bfloat16 bits, where it is held so
-  bool bf16_output_ = false;  // hold_output_in_bf16() was called
+  ProducerOutput y_;  // [rows, D] output, fp32 or bits
   Tensor mean_;   // [rows] row means
   Tensor rstd_;   // [rows] 1 / sqrt(var + eps)
   Tensor dx_;     // [rows, D] input gradient

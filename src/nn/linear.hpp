@@ -31,20 +31,14 @@ class LinearAct {
   void hold_output_in_bf16()
     requires(activation_needs_input(Act))
   {
-    bf16_output_ = true;
+    y_.hold();
   }
 
   const Tensor& forward(Context& ctx, const Tensor& x) {
     const std::int64_t rows = check_input_rows(ctx, x, In, "Linear");
     x_ = &x;
     const Shape shape = output_shape(x.shape(), In, Out);
-    output_is_bits_ = bf16_output_ && holds_bf16_activations(ctx);
-    Tensor& y = output_is_bits_ ? y16_ : y_;
-    if (output_is_bits_) {
-      resize_bf16(y16_, shape, ctx.target);
-    } else {
-      y_.resize(shape, ctx.target);
-    }
+    Tensor& y = y_.resize(ctx, shape);
     float* pre = nullptr;
     if constexpr (activation_needs_input(Act)) {
       pre_.resize(shape, ctx.target);
@@ -71,7 +65,7 @@ class LinearAct {
     const float* pre = nullptr;
     if constexpr (activation_needs_input(Act)) pre = pre_.data();
     // Bits out: the derivative reads pre, which stands in for the output it does not read.
-    const float* y = output_is_bits_ ? pre : y_.data();
+    const float* y = y_.bits() ? pre : y_.values().data();
     ctx.k->linear_backward_typed(ctx.stream, Act, ctx.grad_mode, dx, weight_.grd.data(),
                                  bias_.grd.data(), dpre, dy.data(), activation_data(*x_),
                                  x_->dtype(), weight_.val.data(), y, pre, rows, In, Out);
@@ -80,7 +74,7 @@ class LinearAct {
 
   template <class Visitor>
   void for_each_param(Visitor&& visit, std::string_view prefix) {
-    visit_bf16_holder(visit, bf16_output_);
+    y_.visit(visit);
     visit(join_name(prefix, "weight"), weight_);
     visit(join_name(prefix, "bias"), bias_);
   }
@@ -89,10 +83,7 @@ class LinearAct {
   Param weight_;  // [Out, In]
   Param bias_;    // [Out]
   const Tensor* x_ = nullptr;  // forward input, read by vjp
-  Tensor y_;      // [..., Out] output (rows = all leading dimensions)
-  Tensor y16_;    // [..., Out] the output as bfloat16 bits, where it is held so
-  bool bf16_output_ = false;     // hold_output_in_bf16() was called
-  bool output_is_bits_ = false;  // the last forward wrote y16_
+  ProducerOutput y_;  // [..., Out] output (rows = all leading dimensions), fp32 or bits
   Tensor pre_;    // [..., Out] pre-activation, only when the derivative needs it
   Tensor dpre_;   // [..., Out] scratch for dy · act'
   Tensor dx_;     // [..., In] input gradient
