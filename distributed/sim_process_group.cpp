@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -187,9 +188,18 @@ class SimWorld {
     }
   }
 
+  // Raw target memory, not a Tensor: a tensor's bytes count to the thread that allocates it
+  // (core/tensor.hpp), and this buffer would count to whichever rank happened to arrive last, so
+  // that rank's --report-memory step peak held it and a real run's (whose sums need no such
+  // buffer) did not.
   float* scratch_words(std::int64_t words) {
-    if (!scratch_.defined() || scratch_.numel() < words) scratch_ = Tensor({words}, target());
-    return scratch_.data();
+    const auto bytes = static_cast<std::size_t>(words) * sizeof(float);
+    if (scratch_bytes_ < bytes) {
+      scratch_.reset();
+      scratch_ = {static_cast<float*>(k_.allocate(bytes)), ScratchRelease{&k_}};
+      scratch_bytes_ = bytes;
+    }
+    return scratch_.get();
   }
 
   // A bf16 sum of `total` elements per rank: accumulated in fp32 scratch, rank by rank, rounded
@@ -212,7 +222,12 @@ class SimWorld {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::uint64_t, std::shared_ptr<Slot>> slots_;
-  Tensor scratch_;  // on the target; grows to the largest reduction
+  struct ScratchRelease {
+    const KernelTable* k;
+    void operator()(float* p) const { k->release(p); }
+  };
+  std::unique_ptr<float, ScratchRelease> scratch_{nullptr, ScratchRelease{nullptr}};
+  std::size_t scratch_bytes_ = 0;  // on the target; grows to the largest reduction
   bool aborted_ = false;
   std::string reason_;
   int origin_rank_ = -1;

@@ -63,8 +63,7 @@ echo "bf16: mpi zero3, simulated zero3 and simulated ddp parameters identical"
 
 # The norms' and GELU layers' outputs held as bfloat16 (the default) or, with --fp32-activations,
 # in fp32: the same parameters, and the first step holds 2 layers x 96 rows x 6 x 32 widths x 2
-# bytes = 0.070 MiB more activations in fp32 (one rank: under --sim-ranks 2, which rank's step
-# peak holds a further 0.048 MiB changed from run to run).
+# bytes = 0.070 MiB more activations in fp32.
 "$noeira" $bf16 --report-memory --out "$work/held" </dev/null >"$work/held.log" 2>&1
 "$noeira" $bf16 --report-memory --fp32-activations --out "$work/fp32-act" </dev/null \
   >"$work/fp32-act.log" 2>&1

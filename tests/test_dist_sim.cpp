@@ -5,10 +5,12 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <span>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "core/tensor.hpp"
 #include "dist_checks.hpp"
 #include "distributed/host_collectives.hpp"
 #include "distributed/sim_process_group.hpp"
@@ -95,6 +97,29 @@ TEST_P(DistSim, SequenceNumbersCountEveryOp) {
     pg.broadcast(x, 0).wait();
     EXPECT_EQ(pg.last_seq(), 3u);
   });
+}
+
+// A rank's tensor bytes (core/tensor.hpp) are what --report-memory's step peak reads. The world's
+// sum buffer is nobody's: a real run's sums allocate none, so a simulated rank must not hold it,
+// whichever rank arrives last and performs the sum (that rank's report used to grow by it).
+TEST_P(DistSim, TheWorldsSumBufferCountsToNoRank) {
+  std::vector<std::int64_t> grown(static_cast<std::size_t>(GetParam()), -1);
+  run_simulated(GetParam(), [&](ProcessGroup& pg) {
+    const std::int64_t n = 1200 * pg.size();
+    Tensor mine({n}, Target::Cpu);
+    Tensor segment({1200}, Target::Cpu);
+    std::vector<std::uint16_t> bits(1200, 0x3f80);  // bf16 1.0: the fp32 accumulation's path
+    reset_peak_tensor_bytes(Target::Cpu);
+    const std::int64_t live = tensor_bytes(Target::Cpu).live;
+    for (int round = 0; round < 3; ++round) {  // each rank arrives last in some round, likely
+      pg.allreduce(std::span<float>(mine.data(), static_cast<std::size_t>(n))).wait();
+      pg.reduce_scatter(std::span<const float>(mine.data(), static_cast<std::size_t>(n)),
+                        std::span<float>(segment.data(), 1200)).wait();
+      pg.allreduce(bits).wait();
+    }
+    grown[static_cast<std::size_t>(pg.rank())] = tensor_bytes(Target::Cpu).peak - live;
+  });
+  for (std::size_t r = 0; r < grown.size(); ++r) EXPECT_EQ(grown[r], 0) << "rank " << r;
 }
 
 TEST_P(DistSim, BarrierWaitsForEveryRank) {
