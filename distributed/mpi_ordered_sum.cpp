@@ -49,51 +49,84 @@ std::shared_ptr<char> ScratchPool::acquire(std::size_t bytes) {
 
 namespace {
 
-template <class T>
-void fold_as(T* out, const std::vector<const char*>& sources, std::int64_t count) {
-  // Tile by tile through an accumulator that stays in L1: one pass over the output instead of
-  // one per rank, and an output that is also a source is read before it is written.
+// Tile by tile through accumulators that stay in L1: one pass over the output instead of one per
+// rank, and an output that is also a source is read before it is written. `value` reads element
+// j of a source as the accumulator's type; `store` writes a finished tile. One node's ranks add
+// straight into `acc`; each later node's add into `part`, which then joins `acc`.
+template <class Acc, class Value, class Store>
+void fold_tiles(const std::vector<const char*>& sources, const NodeLayout* layout,
+                std::int64_t count, Value value, Store store) {
   constexpr std::int64_t kTile = 2048;
-  T acc[kTile];
+  Acc acc[kTile];
+  Acc part[kTile];
+  const std::size_t nodes = layout != nullptr ? static_cast<std::size_t>(layout->nodes()) : 1;
   for (std::int64_t at = 0; at < count; at += kTile) {
     const std::int64_t len = std::min(kTile, count - at);
-    std::memcpy(acc, reinterpret_cast<const T*>(sources[0]) + at, len * sizeof(T));
-    for (std::size_t q = 1; q < sources.size(); ++q) {
-      const T* src = reinterpret_cast<const T*>(sources[q]) + at;
-      for (std::int64_t i = 0; i < len; ++i) acc[i] += src[i];
+    for (std::size_t k = 0; k < nodes; ++k) {
+      Acc* into = k == 0 ? acc : part;
+      const std::size_t members =
+          layout != nullptr ? layout->members()[k].size() : sources.size();
+      for (std::size_t m = 0; m < members; ++m) {
+        const char* src =
+            sources[layout != nullptr ? static_cast<std::size_t>(layout->members()[k][m]) : m];
+        if (m == 0) {
+          for (std::int64_t i = 0; i < len; ++i) into[i] = value(src, at + i);
+        } else {
+          for (std::int64_t i = 0; i < len; ++i) into[i] += value(src, at + i);
+        }
+      }
+      if (k > 0) {
+        for (std::int64_t i = 0; i < len; ++i) acc[i] += part[i];
+      }
     }
-    std::memcpy(out + at, acc, len * sizeof(T));
+    store(acc, at, len);
   }
 }
 
-// The bf16 sums of process_group.hpp: the tile accumulates in fp32, rounded once as it is stored.
-void fold_bf16(std::uint16_t* out, const std::vector<const char*>& sources, std::int64_t count) {
-  constexpr std::int64_t kTile = 2048;
-  float acc[kTile];
-  for (std::int64_t at = 0; at < count; at += kTile) {
-    const std::int64_t len = std::min(kTile, count - at);
-    const auto* first = reinterpret_cast<const std::uint16_t*>(sources[0]) + at;
-    for (std::int64_t i = 0; i < len; ++i) acc[i] = bf16_value(first[i]);
-    for (std::size_t q = 1; q < sources.size(); ++q) {
-      const auto* src = reinterpret_cast<const std::uint16_t*>(sources[q]) + at;
-      for (std::int64_t i = 0; i < len; ++i) acc[i] += bf16_value(src[i]);
-    }
-    for (std::int64_t i = 0; i < len; ++i) out[at + i] = bf16_bits(acc[i]);
-  }
+template <class T>
+void fold_as(T* out, const std::vector<const char*>& sources, std::int64_t count,
+             const NodeLayout* layout) {
+  fold_tiles<T>(
+      sources, layout, count,
+      [](const char* src, std::int64_t j) { return reinterpret_cast<const T*>(src)[j]; },
+      [out](const T* acc, std::int64_t at, std::int64_t len) {
+        std::memcpy(out + at, acc, static_cast<std::size_t>(len) * sizeof(T));
+      });
+}
+
+// The bf16 sums of process_group.hpp: accumulated in fp32, rounded once as a tile is stored.
+void fold_bf16(std::uint16_t* out, const std::vector<const char*>& sources, std::int64_t count,
+               const NodeLayout* layout) {
+  fold_tiles<float>(
+      sources, layout, count,
+      [](const char* src, std::int64_t j) {
+        return bf16_value(reinterpret_cast<const std::uint16_t*>(src)[j]);
+      },
+      [out](const float* acc, std::int64_t at, std::int64_t len) {
+        for (std::int64_t i = 0; i < len; ++i) out[at + i] = bf16_bits(acc[i]);
+      });
 }
 
 }  // namespace
 
-void fold_in_rank_order(DType dtype, void* out, const std::vector<const char*>& sources,
-                        std::int64_t count) {
+void fold_in_node_order(DType dtype, void* out, const std::vector<const char*>& sources,
+                        std::int64_t count, const NodeLayout* layout) {
+  NOEIRA_CHECK(layout == nullptr || static_cast<std::size_t>(layout->ranks()) == sources.size(),
+               "fold: ", sources.size(), " sources for a layout of ", layout->ranks(), " ranks");
   switch (dtype) {
-    case DType::F32: return fold_as(static_cast<float*>(out), sources, count);
-    case DType::F64: return fold_as(static_cast<double*>(out), sources, count);
-    case DType::I32: return fold_as(static_cast<std::int32_t*>(out), sources, count);
-    case DType::I64: return fold_as(static_cast<std::int64_t*>(out), sources, count);
-    case DType::BF16: return fold_bf16(static_cast<std::uint16_t*>(out), sources, count);
+    case DType::F32: return fold_as(static_cast<float*>(out), sources, count, layout);
+    case DType::F64: return fold_as(static_cast<double*>(out), sources, count, layout);
+    case DType::I32: return fold_as(static_cast<std::int32_t*>(out), sources, count, layout);
+    case DType::I64: return fold_as(static_cast<std::int64_t*>(out), sources, count, layout);
+    case DType::BF16:
+      return fold_bf16(static_cast<std::uint16_t*>(out), sources, count, layout);
   }
   throw Error(detail::concat("MPI process group: no ", to_string(dtype), " sums"));
+}
+
+void fold_in_rank_order(DType dtype, void* out, const std::vector<const char*>& sources,
+                        std::int64_t count) {
+  fold_in_node_order(dtype, out, sources, count, nullptr);
 }
 
 // --- The exchanges -----------------------------------------------------------------------------
@@ -144,8 +177,10 @@ std::vector<const char*> post_exchange(const Peers& p, const char* send, std::in
 class TwoPhaseAllreduce final : public WorkImpl, public PhasedOp {
  public:
   TwoPhaseAllreduce(const Peers& peers, const CollectiveCall& call, MPI_Datatype type,
-                    int first_tag, int second_tag, ScratchPool& pool, MpiProgress& progress)
+                    int first_tag, int second_tag, ScratchPool& pool, MpiProgress& progress,
+                    const NodeLayout* layout)
       : peers_(peers),
+        layout_(layout),
         buf_(static_cast<char*>(call.out.data)),
         count_(call.count),
         dtype_(call.out.dtype),
@@ -169,7 +204,7 @@ class TwoPhaseAllreduce final : public WorkImpl, public PhasedOp {
     const std::size_t elem = dtype_size(dtype_);
     const Range mine = even_part(count_, peers_.size, peers_.rank);
     char* folded = buf_ + static_cast<std::size_t>(mine.begin) * elem;
-    fold_in_rank_order(dtype_, folded, sources_, mine.size());
+    fold_in_node_order(dtype_, folded, sources_, mine.size(), layout_);
     scratch_.reset();  // back to the pool: phase 2 moves the buffer's own bytes
     for (int i = 1; i < peers_.size; ++i) {
       const int q = (peers_.rank + peers_.size - i) % peers_.size;
@@ -200,6 +235,7 @@ class TwoPhaseAllreduce final : public WorkImpl, public PhasedOp {
 
  private:
   Peers peers_;
+  const NodeLayout* layout_;  // the fold's order (null: one node)
   char* buf_;
   std::int64_t count_;
   DType dtype_;
@@ -216,8 +252,16 @@ class TwoPhaseAllreduce final : public WorkImpl, public PhasedOp {
 
 // --- OrderedSums -------------------------------------------------------------------------------
 
-OrderedSums::OrderedSums(MPI_Comm comm, int rank, int size, MpiProgress& progress)
-    : comm_(comm), rank_(rank), size_(size), progress_(progress) {
+OrderedSums::OrderedSums(MPI_Comm comm, int rank, int size, MpiProgress& progress,
+                         NodeLayout layout)
+    : comm_(comm),
+      rank_(rank),
+      size_(size),
+      progress_(progress),
+      layout_(std::move(layout)),
+      fold_layout_(layout_.nodes() > 1 ? &layout_ : nullptr) {
+  NOEIRA_CHECK(layout_.ranks() == size, "ordered sums: a layout of ", layout_.ranks(),
+               " ranks for ", size);
   int* tag_ub = nullptr;
   int flag = 0;
   NOEIRA_MPI_CHECK(MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &flag));
@@ -234,7 +278,7 @@ std::unique_ptr<WorkImpl> OrderedSums::allreduce(const CollectiveCall& call, MPI
   if (bytes * ranks > kGatherAllBytes && call.count >= size_) {
     return std::make_unique<TwoPhaseAllreduce>(Peers{comm_, rank_, size_}, call, type,
                                                tag(call.seq, 0), tag(call.seq, 1), *scratch_,
-                                               progress_);
+                                               progress_, fold_layout_);
   }
   // One round: every rank's whole buffer, then the fold over all of them.
   std::shared_ptr<char> all = scratch_->acquire(bytes * ranks);
@@ -242,10 +286,11 @@ std::unique_ptr<WorkImpl> OrderedSums::allreduce(const CollectiveCall& call, MPI
   const int n = static_cast<int>(call.count);
   NOEIRA_MPI_CHECK(
       MPI_Iallgather(call.out.data, n, type, all.get(), n, type, comm_, requests.data()));
-  auto fold = [all, out = call.out, bytes, ranks] {
+  auto fold = [all, out = call.out, bytes, ranks, layout = fold_layout_] {
     std::vector<const char*> sources(ranks);
     for (std::size_t q = 0; q < ranks; ++q) sources[q] = all.get() + q * bytes;
-    fold_in_rank_order(out.dtype, out.data, sources, static_cast<std::int64_t>(out.count));
+    fold_in_node_order(out.dtype, out.data, sources, static_cast<std::int64_t>(out.count),
+                       layout);
   };
   return std::make_unique<MpiWork>(std::move(requests), progress_, std::move(fold));
 }
@@ -261,8 +306,9 @@ std::unique_ptr<WorkImpl> OrderedSums::reduce_scatter(const CollectiveCall& call
       post_exchange(Peers{comm_, rank_, size_}, call.in.bytes_begin(),
                     static_cast<std::int64_t>(call.in.count), call.out.dtype, type,
                     tag(call.seq, 0), slots.get(), requests);
-  auto fold = [slots, sources = std::move(sources), out = call.out] {
-    fold_in_rank_order(out.dtype, out.data, sources, static_cast<std::int64_t>(out.count));
+  auto fold = [slots, sources = std::move(sources), out = call.out, layout = fold_layout_] {
+    fold_in_node_order(out.dtype, out.data, sources, static_cast<std::int64_t>(out.count),
+                       layout);
   };
   return std::make_unique<MpiWork>(std::move(requests), progress_, std::move(fold));
 }

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "distributed/mpi_work.hpp"
+#include "distributed/node_layout.hpp"
 #include "distributed/process_group.hpp"
 
 namespace noeira::dist {
@@ -56,10 +57,15 @@ class ScratchPool : public std::enable_shared_from_this<ScratchPool> {
 // a tile before it writes the tile).
 void fold_in_rank_order(DType dtype, void* out, const std::vector<const char*>& sources,
                         std::int64_t count);
+// The same in the order of `layout` (node_layout.hpp: each node's ranks, then the nodes), sources
+// in rank order; a null layout is one node.
+void fold_in_node_order(DType dtype, void* out, const std::vector<const char*>& sources,
+                        std::int64_t count, const NodeLayout* layout);
 
 class OrderedSums {
  public:
-  OrderedSums(MPI_Comm comm, int rank, int size, MpiProgress& progress);
+  // The sums add in the order of `layout` (the ranks of comm on their nodes).
+  OrderedSums(MPI_Comm comm, int rank, int size, MpiProgress& progress, NodeLayout layout);
 
   // call.out = Σ over ranks of call.out (the funnel's allreduce: in place).
   std::unique_ptr<WorkImpl> allreduce(const CollectiveCall& call, MPI_Datatype type);
@@ -77,6 +83,8 @@ class OrderedSums {
   int size_;
   int tag_span_;  // tags 0 .. 2·tag_span_-1 are ours (MPI guarantees at least 32767)
   MpiProgress& progress_;
+  NodeLayout layout_;
+  const NodeLayout* fold_layout_;  // null on one node: the plain rank-order fold
   std::shared_ptr<ScratchPool> scratch_ = std::make_shared<ScratchPool>();
 };
 

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "distributed/mpi_check.hpp"
+#include "distributed/mpi_node_sums.hpp"
 #include "distributed/mpi_ordered_sum.hpp"
 #include "distributed/mpi_shared_sums.hpp"
 #include "distributed/mpi_side_channel.hpp"
@@ -98,16 +99,25 @@ class MpiProcessGroup final : public ProcessGroup {
                      std::make_shared<Watchdog>(
                          [s = shared](const CollectiveRecord& r) { s->fail_job(r); })),
         shared_(std::move(shared)),
-        sums_(shared_->comm(), shared_->rank(), shared_->size(), progress_),
-        shared_sums_(SharedSums::create(shared_->comm(), shared_->rank(), shared_->size(),
-                                        progress_)) {}
+        layout_(mpi_node_layout(shared_->comm(), shared_->rank())),
+        sums_(shared_->comm(), shared_->rank(), shared_->size(), progress_, layout_),
+        shared_sums_(layout_.nodes() == 1 ? SharedSums::create(shared_->comm(), shared_->rank(),
+                                                               shared_->size(), progress_)
+                                          : nullptr),
+        node_sums_(NodeSums::create(shared_->comm(), shared_->rank(), layout_, progress_)) {}
 
   ~MpiProcessGroup() override { shared_->close(); }
 
   std::string_view backend() const override { return "mpi"; }
+  std::string nodes() const override {
+    return layout_.nodes() > 1 ? layout_.describe() : std::string();
+  }
   Target buffer_target() const override { return Target::Cpu; }
   std::shared_ptr<void> shared_memory(std::size_t bytes) override {
-    if (shared_sums_ == nullptr) return nullptr;
+    SharedSums* sums = shared_sums_ != nullptr ? shared_sums_.get()
+                       : node_sums_ != nullptr ? &node_sums_->node()
+                                               : nullptr;
+    if (sums == nullptr) return nullptr;
     // The window's allocation is a blocking collective the watchdog does not see: two ops it does
     // see first, so that a rank that never comes is named instead of hanging its peers. They
     // also give every rank the same verdict on room: a window lives in a file of a tmpfs
@@ -120,7 +130,7 @@ class MpiProcessGroup final : public ProcessGroup {
         static_cast<std::uint64_t>(total) > shared_window_free_bytes() / 2 ? 1 : 0;
     allreduce(std::span<std::int64_t>(&short_of_room, 1)).wait();
     if (short_of_room != 0) return nullptr;
-    SharedSums::SharedBuffer buffer = shared_sums_->allocate(bytes);
+    SharedSums::SharedBuffer buffer = sums->allocate(bytes);
     return std::shared_ptr<void>(std::move(buffer.owner), buffer.data);
   }
 
@@ -138,6 +148,7 @@ class MpiProcessGroup final : public ProcessGroup {
                              call.kind == Collective::ReduceScatter ||
                              call.kind == Collective::AllGather;
     if (shared_sums_ != nullptr && shared_kind) return shared_sums_->start(call);
+    if (node_sums_ != nullptr && NodeSums::takes(call)) return node_sums_->start(call, type);
     switch (call.kind) {
       case Collective::AllReduce:
         return sums_.allreduce(call, type);
@@ -164,10 +175,14 @@ class MpiProcessGroup final : public ProcessGroup {
  private:
   std::shared_ptr<MpiSideChannel> shared_;
   MpiProgress progress_;  // before sums_, which posts into it
-  OrderedSums sums_;      // allreduce and reduce-scatter, in rank order
+  NodeLayout layout_;     // the ranks' nodes: the order of every sum (node_layout.hpp)
+  OrderedSums sums_;      // allreduce and reduce-scatter by MPI messages between all ranks
   // The ranks all on one node: allreduce, reduce-scatter and all-gather through shared memory,
   // in the same order. Null otherwise.
   std::unique_ptr<SharedSums> shared_sums_;
+  // Several nodes of as many consecutive ranks each: through each node's shared memory and
+  // messages between the nodes (mpi_node_sums.hpp), in the same order. Null otherwise.
+  std::unique_ptr<NodeSums> node_sums_;
 };
 
 }  // namespace

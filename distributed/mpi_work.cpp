@@ -12,9 +12,17 @@ void MpiProgress::remove(PhasedOp* op) {
 }
 
 void MpiProgress::advance() {
-  // Over a copy: an op that is done leaves the list while we walk it.
+  if (advancing_) return;
+  advancing_ = true;
+  struct Clear {
+    bool& flag;
+    ~Clear() { flag = false; }
+  } clear{advancing_};
+  // Over a copy: an op that is done leaves the list while we walk it, and one op may end another
+  // (a finished part of a node-wise op is destroyed): only ops still pending are advanced.
   const std::vector<PhasedOp*> ops = pending_;
   for (PhasedOp* op : ops) {
+    if (std::find(pending_.begin(), pending_.end(), op) == pending_.end()) continue;
     if (op->advance()) remove(op);
   }
 }

@@ -32,12 +32,15 @@ class MpiProgress {
  public:
   void add(PhasedOp* op) { pending_.push_back(op); }
   void remove(PhasedOp* op);
-  // Advances every pending op once, in the order they started; never blocks.
+  // Advances every pending op once, in the order they started; never blocks. A call made while an
+  // op advances (an op that tests its own parts, mpi_node_sums.hpp) returns at once: the outer
+  // call is advancing every op already.
   void advance();
   bool idle() const { return pending_.empty(); }
 
  private:
   std::vector<PhasedOp*> pending_;  // not owned: each op removes itself
+  bool advancing_ = false;
 };
 
 // Completes every request of `requests` (blocking); while other ops of `progress` still have a

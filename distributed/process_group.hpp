@@ -171,6 +171,9 @@ class ProcessGroup {
   std::uint64_t last_seq() const { return seq_; }
   // "mpi", "nccl" or "simulated".
   virtual std::string_view backend() const = 0;
+  // The nodes the ranks sum over (distributed/node_layout.hpp), as "2 nodes of 4 ranks"; empty
+  // for one node.
+  virtual std::string nodes() const { return {}; }
   // Where the buffers of this group's ops must live: Cpu for MPI, Cuda for NCCL, the simulated
   // world's target.
   virtual Target buffer_target() const = 0;

@@ -7,9 +7,11 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.hpp"
+#include "distributed/node_layout.hpp"
 #include "distributed/watchdog.hpp"
 #include "kernels/error.hpp"
 #include "kernels/kernel_table.hpp"
@@ -34,13 +36,15 @@ struct Slot {
 
 class SimWorld {
  public:
-  SimWorld(int ranks, Target target)
-      : ranks_(ranks),
+  SimWorld(NodeLayout layout, Target target)
+      : ranks_(layout.ranks()),
+        layout_(std::move(layout)),
         k_(kernels_for(target)),
         watchdog_(
             std::make_shared<Watchdog>([this](const CollectiveRecord& r) { on_timeout(r); })) {}
 
   int ranks() const { return ranks_; }
+  const NodeLayout& layout() const { return layout_; }
   Target target() const { return k_.target; }
   const std::shared_ptr<Watchdog>& watchdog() const { return watchdog_; }
 
@@ -134,9 +138,10 @@ class SimWorld {
     abort_locked(timeout_message(record, missing), -1);
   }
 
-  // The fixed reduction order: acc = in[0]; acc += in[1]; ... in the buffers' type (bf16: in
-  // fp32), element by element, through the target's kernels (on the stream every rank uses: see
-  // the header).
+  // The fixed reduction order (node_layout.hpp): on one node acc = in[0]; acc += in[1]; ...; on
+  // several, each later node's ranks so into `part`, which is then added to acc. In the buffers'
+  // type (bf16: in fp32), element by element, through the target's kernels (on the stream every
+  // rank uses: see the header).
   void perform(Slot& s) {
     const std::int64_t n = s.count;
     const std::size_t elem = dtype_size(s.dtype);
@@ -160,10 +165,18 @@ class SimWorld {
           break;
         }
         const auto words = static_cast<std::int64_t>((total_bytes + 3) / 4);
-        char* acc = reinterpret_cast<char*>(scratch_words(words));
-        copy(acc, s.in[0], total_bytes);
-        for (std::size_t r = 1; r < ranks; ++r) {
-          k_.accumulate_typed(nullptr, s.dtype, acc, s.in[r], total);
+        // A second buffer for the later nodes' sums only where there are some.
+        char* acc = reinterpret_cast<char*>(scratch_words(layout_.nodes() > 1 ? 2 * words : words));
+        char* part = acc + words * 4;
+        const std::vector<std::vector<int>>& nodes = layout_.members();
+        for (std::size_t k = 0; k < nodes.size(); ++k) {
+          char* into = k == 0 ? acc : part;
+          copy(into, s.in[static_cast<std::size_t>(nodes[k][0])], total_bytes);
+          for (std::size_t m = 1; m < nodes[k].size(); ++m) {
+            k_.accumulate_typed(nullptr, s.dtype, into,
+                                s.in[static_cast<std::size_t>(nodes[k][m])], total);
+          }
+          if (k > 0) k_.accumulate_typed(nullptr, s.dtype, acc, part, total);
         }
         for (std::size_t r = 0; r < ranks; ++r) {
           const std::size_t at = s.kind == Collective::AllReduce ? 0 : r * n_bytes;
@@ -205,11 +218,17 @@ class SimWorld {
   // A bf16 sum of `total` elements per rank: accumulated in fp32 scratch, rank by rank, rounded
   // once into each rank's output (process_group.hpp).
   void perform_bf16_sum(const Slot& s, std::int64_t total) {
-    float* acc = scratch_words(total);
+    float* acc = scratch_words(layout_.nodes() > 1 ? 2 * total : total);
+    float* part = acc + total;
     auto bits = [](const char* p) { return reinterpret_cast<const std::uint16_t*>(p); };
-    k_.from_bf16(nullptr, GradMode::Overwrite, acc, bits(s.in[0]), total);
-    for (std::size_t r = 1; r < s.in.size(); ++r) {
-      k_.from_bf16(nullptr, GradMode::Accumulate, acc, bits(s.in[r]), total);
+    const std::vector<std::vector<int>>& nodes = layout_.members();
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+      float* into = k == 0 ? acc : part;
+      for (std::size_t m = 0; m < nodes[k].size(); ++m) {
+        k_.from_bf16(nullptr, m == 0 ? GradMode::Overwrite : GradMode::Accumulate, into,
+                     bits(s.in[static_cast<std::size_t>(nodes[k][m])]), total);
+      }
+      if (k > 0) k_.accumulate_typed(nullptr, DType::F32, acc, part, total);
     }
     for (std::size_t r = 0; r < s.out.size(); ++r) {
       const std::int64_t at = s.kind == Collective::AllReduce ? 0 : static_cast<std::int64_t>(r) * s.count;
@@ -218,6 +237,7 @@ class SimWorld {
   }
 
   const int ranks_;
+  const NodeLayout layout_;
   const KernelTable& k_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -259,6 +279,9 @@ class SimProcessGroup final : public ProcessGroup {
       : ProcessGroup(rank, world.ranks(), options, world.watchdog()), world_(world) {}
 
   std::string_view backend() const override { return "simulated"; }
+  std::string nodes() const override {
+    return world_.layout().nodes() > 1 ? world_.layout().describe() : std::string();
+  }
   Target buffer_target() const override { return world_.target(); }
 
  protected:
@@ -284,9 +307,15 @@ std::string what_of(const std::exception_ptr& e) {
 }  // namespace
 
 void run_simulated(int ranks, const std::function<void(ProcessGroup&)>& body,
-                   const ProcessGroupOptions& options, Target target) {
+                   const ProcessGroupOptions& options, Target target, int ranks_per_node) {
   if (ranks < 1) throw InputError(detail::concat("--sim-ranks must be >= 1, got ", ranks));
-  SimWorld world(ranks, target);
+  if (ranks_per_node < 0 || ranks_per_node > ranks) {
+    throw InputError(detail::concat("--sim-ranks-per-node must be in [1, --sim-ranks ", ranks,
+                                    "], got ", ranks_per_node));
+  }
+  SimWorld world(ranks_per_node > 0 ? NodeLayout::blocks(ranks, ranks_per_node)
+                                    : NodeLayout::one_node(ranks),
+                 target);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
   auto run_rank = [&](int r) {
     try {

@@ -1,7 +1,8 @@
 #pragma once
 // The simulated backend: N ranks in one process, one thread per rank, sharing one world that
 // performs every collective itself in a fixed reduction order (sum of rank 0, then 1, ... in
-// fp32), so a simulated run is reproducible bit for bit whatever the thread scheduling.
+// fp32; by nodes when told the ranks per node: node_layout.hpp), so a simulated run is
+// reproducible bit for bit whatever the thread scheduling.
 //
 // The world lives on one target. On the CPU its buffers are host memory; on CUDA they are device
 // memory of the calling threads' current device (NCCL refuses several ranks on one GPU, so the
@@ -25,8 +26,11 @@ namespace noeira::dist {
 // throws, the world is aborted: ranks waiting in (or later entering) a collective get an error
 // instead of waiting. Rethrows the error of the rank that failed first (the root cause, not the
 // peers' "world aborted" errors); a watchdog timeout or a collective mismatch is reported with
-// the collective, its sequence number and the ranks that did not arrive.
+// the collective, its sequence number and the ranks that did not arrive. ranks_per_node > 0: the
+// ranks sum as nodes of that many consecutive ranks would (node_layout.hpp), the bits of
+// `mpirun -np ranks` on such nodes; 0: one node.
 void run_simulated(int ranks, const std::function<void(ProcessGroup&)>& body,
-                   const ProcessGroupOptions& options = {}, Target target = Target::Cpu);
+                   const ProcessGroupOptions& options = {}, Target target = Target::Cpu,
+                   int ranks_per_node = 0);
 
 }  // namespace noeira::dist

@@ -85,6 +85,22 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
   foreach(name IN ITEMS cli_mpi_sim_equal_zero3_mpi_messages_np4 cli_mpi_sim_equal_ddp_mpi_messages_np4)
     set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "NOEIRA_SHARED_MEMORY=0")
   endforeach()
+  # A job spanning nodes, pretended here (NOEIRA_RANKS_PER_NODE=M): mpiexec's run adds each node's
+  # ranks, then the nodes, and --sim-ranks-per-node M replays it bit for bit. Every policy at 4
+  # ranks in nodes of 2 (shared memory inside the nodes, messages between them:
+  # distributed/mpi_node_sums.hpp); ZeRO-3 in nodes of 3; bf16 reductions (over messages, in the
+  # same order); nodes of unequal size (5 ranks in nodes of 2: messages only).
+  function(noeira_mpi_sim_equal_nodes name ranks per_node policy)
+    noeira_mpi_sim_equal(${name} ${ranks} ${policy} ${ARGN})
+    set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "NOEIRA_RANKS_PER_NODE=${per_node}")
+  endfunction()
+  foreach(policy IN ITEMS ddp zero1 zero2 zero3)
+    noeira_mpi_sim_equal_nodes(cli_mpi_sim_equal_${policy}_nodes_of2_np4 4 2 ${policy})
+  endforeach()
+  noeira_mpi_sim_equal_nodes(cli_mpi_sim_equal_zero3_nodes_of3_np6 6 3 zero3 --accum 2)
+  noeira_mpi_sim_equal_nodes(cli_mpi_sim_equal_ddp_bf16_reduce_nodes_of2_np4 4 2 ddp
+                             --reduce-dtype bf16)
+  noeira_mpi_sim_equal_nodes(cli_mpi_sim_equal_zero2_nodes_of2_np5 5 2 zero2)
 endif()
 
 # A CPU run loads no CUDA library; --device cuda loads the plugin, whose absence or foreign

@@ -18,13 +18,43 @@ foreach(ranks 3 4 5)
                        ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 120 PROCESSORS ${ranks})
 endforeach()
 
-# The same over MPI messages (mpi_ordered_sum.hpp) instead of shared memory: a job spanning nodes.
+# The same over MPI messages (mpi_ordered_sum.hpp) instead of shared memory.
 add_test(NAME dist_mpi_rank_order_mpi_messages_np4
          COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
                  $<TARGET_FILE:dist_mpi_driver> rank_order)
 set_tests_properties(dist_mpi_rank_order_mpi_messages_np4 PROPERTIES
                      ENVIRONMENT "${noeira_mpi_test_env};NOEIRA_SHARED_MEMORY=0" TIMEOUT 120
                      PROCESSORS 4)
+
+# A job spanning nodes, pretended on this machine (NOEIRA_RANKS_PER_NODE=M: nodes of M consecutive
+# ranks): the sums add each node's ranks, then the nodes (distributed/node_layout.hpp), through
+# each node's shared memory and messages between the nodes (mpi_node_sums.hpp) where every node
+# holds M ranks, over messages alone where the last node holds fewer (5 in nodes of 2) or shared
+# memory is off; every collective exact, in place and not, at 4 ranks in nodes of 2.
+foreach(run IN ITEMS 4:2 6:3 5:2)
+  string(REPLACE ":" ";" run ${run})
+  list(GET run 0 ranks)
+  list(GET run 1 per_node)
+  add_test(NAME dist_mpi_rank_order_nodes_of${per_node}_np${ranks}
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+                   $<TARGET_FILE:dist_mpi_driver> rank_order)
+  set_tests_properties(dist_mpi_rank_order_nodes_of${per_node}_np${ranks} PROPERTIES
+                       ENVIRONMENT "${noeira_mpi_test_env};NOEIRA_RANKS_PER_NODE=${per_node}"
+                       TIMEOUT 120 PROCESSORS 2)
+endforeach()
+add_test(NAME dist_mpi_rank_order_nodes_mpi_messages_np4
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
+                 $<TARGET_FILE:dist_mpi_driver> rank_order)
+set_tests_properties(dist_mpi_rank_order_nodes_mpi_messages_np4 PROPERTIES
+                     ENVIRONMENT
+                     "${noeira_mpi_test_env};NOEIRA_RANKS_PER_NODE=2;NOEIRA_SHARED_MEMORY=0"
+                     TIMEOUT 120 PROCESSORS 2)
+add_test(NAME dist_mpi_collectives_nodes_of2_np4
+         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
+                 $<TARGET_FILE:dist_mpi_driver> collectives)
+set_tests_properties(dist_mpi_collectives_nodes_of2_np4 PROPERTIES
+                     ENVIRONMENT "${noeira_mpi_test_env};NOEIRA_RANKS_PER_NODE=2" TIMEOUT 120
+                     PROCESSORS 2)
 
 # One rank's allreduce buffer in the group's shared memory, the others' private: every rank
 # refuses the op with a message naming a rank whose buffer differs (no wrong read, no hang).
@@ -79,3 +109,7 @@ foreach(ranks 2 3)
   noeira_mpi_watchdog_test(dist_mpi_watchdog_stopped_np${ranks} ${ranks} stopped 2
                            "none; heartbeat stopped: ${skipper}")
 endforeach()
+# The same across pretended nodes: the node-wise sums' parts wait under the same watchdog.
+noeira_mpi_watchdog_test(dist_mpi_watchdog_nodes_of2_np4 4 watchdog_shared 4 3)
+set_property(TEST dist_mpi_watchdog_nodes_of2_np4 APPEND PROPERTY ENVIRONMENT
+             NOEIRA_RANKS_PER_NODE=2)

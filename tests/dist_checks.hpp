@@ -190,16 +190,32 @@ std::int64_t count_bits_differ(const T* got, const std::vector<T>& want) {
   return wrong;
 }
 
+// The sum over `ranks` ranks of value(r) in distributed/node_layout.hpp's order for nodes of
+// `ranks_per_node` consecutive ranks (0: one node): each node's ranks left to right, then the
+// nodes' sums left to right. On one node, the left fold in rank order.
+template <class Acc, class Value>
+Acc node_order_sum(int ranks, int ranks_per_node, Value value) {
+  const int m = ranks_per_node > 0 ? ranks_per_node : ranks;
+  Acc total{};
+  for (int first = 0; first < ranks; first += m) {
+    Acc part = value(first);
+    for (int r = first + 1; r < std::min(ranks, first + m); ++r) part += value(r);
+    total = first == 0 ? part : total + part;
+  }
+  return total;
+}
+
 // Allreduce and reduce-scatter (in and out of place) of scrambled values against the left fold
 // ((x_0 + x_1) + x_2) + ... computed here from every rank's inputs: bit for bit, so any other
 // order of additions (a tree, a ring) fails. The simulated backend's order, which every backend
-// whose results must equal it (MPI) must follow.
+// whose results must equal it (MPI) must follow; with ranks_per_node, the order of nodes of that
+// many ranks (node_order_sum).
 template <class T>
-std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n, Memory memory = Memory::Private) {
+std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n, Memory memory = Memory::Private,
+                              int ranks_per_node = 0) {
   const auto fold = [&](std::int64_t j) {
-    T acc = scrambled<T>(0, j);
-    for (int r = 1; r < pg.size(); ++r) acc += scrambled<T>(r, j);
-    return acc;
+    return node_order_sum<T>(pg.size(), ranks_per_node,
+                             [j](int r) { return scrambled<T>(r, j); });
   };
   const auto size = static_cast<std::size_t>(n);
   OpBuffer<T> buf(pg, size, memory);
@@ -231,13 +247,13 @@ std::int64_t check_rank_order(ProcessGroup& pg, std::int64_t n, Memory memory = 
 // own bf16 sums round at every hop) or in another order fails at 3 ranks and more: the inputs'
 // exponents span 2^±20, so most partial sums are not bf16 values.
 inline std::int64_t check_rank_order_bf16(ProcessGroup& pg, std::int64_t n,
-                                          Memory memory = Memory::Private) {
+                                          Memory memory = Memory::Private,
+                                          int ranks_per_node = 0) {
   using Bits = std::uint16_t;
   const auto input = [](int rank, std::int64_t j) { return bf16_bits(scrambled<float>(rank, j)); };
   const auto fold = [&](std::int64_t j) {
-    float acc = bf16_value(input(0, j));
-    for (int r = 1; r < pg.size(); ++r) acc += bf16_value(input(r, j));
-    return bf16_bits(acc);
+    return bf16_bits(node_order_sum<float>(pg.size(), ranks_per_node,
+                                           [&](int r) { return bf16_value(input(r, j)); }));
   };
   const auto size = static_cast<std::size_t>(n);
   OpBuffer<Bits> buf(pg, size, memory);
@@ -298,15 +314,15 @@ inline std::int64_t bf16_hops_differ(int ranks, std::int64_t n) {
 // between ranks (odd ranks backwards): a backend whose ops need a later step from this rank
 // (mpi_ordered_sum.hpp's second phase) must take it while the rank waits for any other op, or
 // this hangs until the watchdog ends it.
-inline std::int64_t check_any_wait_order(ProcessGroup& pg, Memory memory = Memory::Private) {
+inline std::int64_t check_any_wait_order(ProcessGroup& pg, Memory memory = Memory::Private,
+                                         int ranks_per_node = 0) {
   constexpr std::int64_t n = 65537;
   std::vector<OpBuffer<float>> bufs;
   for (int b = 0; b < 4; ++b) bufs.emplace_back(pg, static_cast<std::size_t>(n), memory);
   std::vector<float> want(static_cast<std::size_t>(n)), root(8);
   for (std::int64_t i = 0; i < n; ++i) {
-    float acc = scrambled<float>(0, i);
-    for (int r = 1; r < pg.size(); ++r) acc += scrambled<float>(r, i);
-    want[static_cast<std::size_t>(i)] = acc;
+    want[static_cast<std::size_t>(i)] = node_order_sum<float>(
+        pg.size(), ranks_per_node, [i](int r) { return scrambled<float>(r, i); });
   }
   std::vector<Work> works;
   for (std::size_t b = 0; b < bufs.size(); ++b) {
@@ -331,19 +347,20 @@ inline std::int64_t check_any_wait_order(ProcessGroup& pg, Memory memory = Memor
 // and one large enough for an allreduce in chunks (distributed/mpi_ordered_sum.hpp's two paths).
 // The sizes include one past the shared-memory chunks (mpi_shared_sums.hpp: 0.5 MiB regions, an
 // in-place allreduce's chunk a region per rank), so that the last chunk is a partial one.
-inline std::int64_t check_rank_order_all(ProcessGroup& pg, Memory memory = Memory::Private) {
+inline std::int64_t check_rank_order_all(ProcessGroup& pg, Memory memory = Memory::Private,
+                                         int ranks_per_node = 0) {
   std::int64_t wrong = 0;
   const std::int64_t n = pg.size();
   for (std::int64_t count : {std::int64_t{1}, std::int64_t{7}, n - 1, n + 1, std::int64_t{1003},
                              std::int64_t{65537}, std::int64_t{131072} * n + 3}) {
     if (count < 1) continue;
-    wrong += check_rank_order<float>(pg, count, memory);
-    wrong += check_rank_order<double>(pg, count, memory);
-    wrong += check_rank_order<std::int32_t>(pg, count, memory);
-    wrong += check_rank_order<std::int64_t>(pg, count, memory);
-    wrong += check_rank_order_bf16(pg, count, memory);
+    wrong += check_rank_order<float>(pg, count, memory, ranks_per_node);
+    wrong += check_rank_order<double>(pg, count, memory, ranks_per_node);
+    wrong += check_rank_order<std::int32_t>(pg, count, memory, ranks_per_node);
+    wrong += check_rank_order<std::int64_t>(pg, count, memory, ranks_per_node);
+    wrong += check_rank_order_bf16(pg, count, memory, ranks_per_node);
   }
-  return wrong + check_any_wait_order(pg, memory);
+  return wrong + check_any_wait_order(pg, memory, ranks_per_node);
 }
 
 // Every check of one element type over sizes that do not divide evenly.

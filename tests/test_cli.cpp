@@ -88,6 +88,12 @@ TEST(Cli, BadFlagsAreOneLineErrors) {
                         "--fp32-activations applies to --precision bf16 only");
   expect_one_error_line(noeira(dir, "train --model mlp --precision bf16 --fp32-activations"),
                         "--fp32-activations: model 'mlp' holds no activation in bf16");
+  expect_one_error_line(noeira(dir, "train --sim-ranks-per-node 2"),
+                        "--sim-ranks-per-node 2 needs --sim-ranks of at least as many ranks "
+                        "(got --sim-ranks 0)");
+  expect_one_error_line(noeira(dir, "train --sim-ranks 2 --sim-ranks-per-node 3"),
+                        "--sim-ranks-per-node 3 needs --sim-ranks of at least as many ranks "
+                        "(got --sim-ranks 2)");
 }
 
 TEST(Cli, MissingOrBadDataNamesTheFile) {

@@ -247,6 +247,11 @@ void add_train_command(CLI::App& app, Command& c) {
                "Simulate N ranks as threads of this process (0: off); under mpirun the ranks are "
                "the MPI processes")
       ->check(whole_in(0, kMaxSimRanks));
+  a.add_option("--sim-ranks-per-node", t.sim_ranks_per_node,
+               "With --sim-ranks: sum as nodes of this many consecutive ranks do under mpirun "
+               "(each node's ranks, then the nodes), to replay a job that spans nodes bit for "
+               "bit (0: one node)")
+      ->check(whole_in(0, kMaxSimRanks));
   a.add_option("--batchnorm", t.batchnorm,
                "Batch statistics under data parallelism: sync (the global batch's: N ranks train "
                "as one) or local (each rank's rows, as PyTorch DDP; one allreduce less per layer)")

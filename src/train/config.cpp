@@ -28,6 +28,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"log-format", std::string(to_string(c.log_format))},
       {"log-every", c.log_every},
       {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
+      {"sim-ranks-per-node", c.sim_ranks_per_node},
       {"bucket-mb", c.bucket_mb}, {"reduce-dtype", c.reduce_dtype},
       {"grad-dtype", c.grad_dtype},
       {"watchdog-timeout", c.watchdog_timeout},

@@ -89,6 +89,9 @@ struct TrainConfig {
   // otherwise sim_ranks threads of this process (0 = one rank, no simulation).
   std::string policy = "ddp";            // ddp | zero1 | zero2 | zero3
   int sim_ranks = 0;
+  // With sim_ranks: the simulated ranks sum as nodes of this many consecutive ranks would
+  // (distributed/node_layout.hpp: what `mpirun` on such nodes adds up); 0 = one node.
+  int sim_ranks_per_node = 0;
   double bucket_mb = 25.0;               // DDP gradient bucket size
   // fp32 | bf16: what the gradient reductions send (bf16: rounded, summed in fp32, rounded once;
   // every policy's gradients then hold the same bits). Gradients stay fp32 everywhere else.

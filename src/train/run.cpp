@@ -21,6 +21,7 @@
 #include "distributed/mpi_check.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
+#include "distributed/node_layout.hpp"
 #include "distributed/rank_agreement.hpp"
 #include "distributed/rank_stream.hpp"
 #include "distributed/sim_process_group.hpp"
@@ -299,6 +300,13 @@ TrainOutcome run_train(const TrainConfig& given) {
                                     " under an MPI launcher: the ranks are the MPI processes; "
                                     "drop --sim-ranks or run without mpirun"));
   }
+  if (cfg.sim_ranks_per_node > 0 && (mpi || cfg.sim_ranks_per_node > cfg.sim_ranks)) {
+    throw InputError(detail::concat(
+        "--sim-ranks-per-node ", cfg.sim_ranks_per_node,
+        mpi ? " under an MPI launcher: the nodes are those the processes run on"
+            : detail::concat(" needs --sim-ranks of at least as many ranks (got --sim-ranks ",
+                             cfg.sim_ranks, ")")));
+  }
   // Before anything that depends on the settings, collectives above all: ranks started with
   // other options would post collectives that do not match.
   if (mpi) dist::check_ranks_agree(MPI_COMM_WORLD, rank_settings(cfg));
@@ -399,7 +407,10 @@ TrainOutcome run_train(const TrainConfig& given) {
       if (group->rank() == 0) {
         files = open_run_files(cfg);
         outcome.out_dir = files->out.string();
-        header(group->size(), group->backend(), omp_get_max_threads());
+        header(group->size(), group->nodes().empty()
+                                  ? std::string(group->backend())
+                                  : detail::concat(group->backend(), ", ", group->nodes()),
+               omp_get_max_threads());
       }
       const TrainSummary summary =
           train_rank<M>(cfg, *group, run, files ? &progress : nullptr, files ? &*files : nullptr);
@@ -415,7 +426,14 @@ TrainOutcome run_train(const TrainConfig& given) {
     const std::optional<io::CheckpointDirLock> lock = claim_for_run(cfg, progress);
     RunFiles files = open_run_files(cfg);
     outcome.out_dir = files.out.string();
-    header(world, cfg.sim_ranks > 0 ? "simulated" : "single process", threads);
+    header(world,
+           cfg.sim_ranks == 0 ? std::string("single process")
+           : cfg.sim_ranks_per_node > 0 && cfg.sim_ranks_per_node < cfg.sim_ranks
+               ? detail::concat("simulated, ",
+                                dist::NodeLayout::blocks(cfg.sim_ranks, cfg.sim_ranks_per_node)
+                                    .describe())
+               : std::string("simulated"),
+           threads);
     // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
     // its global count once here keeps the rank threads from resetting it against each other.
     openblas_set_num_threads(threads);
@@ -431,7 +449,7 @@ TrainOutcome run_train(const TrainConfig& given) {
                                                      zero ? &files : nullptr);
           if (zero) outcome.summary = summary;
         },
-        group_options, target);
+        group_options, target, cfg.sim_ranks_per_node);
     omp_set_num_threads(caller_threads);
     return outcome;
   });

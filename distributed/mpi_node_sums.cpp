@@ -1,0 +1,290 @@
+#include "distributed/mpi_node_sums.hpp"
+
+#include <sched.h>
+
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "distributed/mpi_check.hpp"
+#include "kernels/error.hpp"
+
+namespace noeira::dist {
+
+// --- The layout --------------------------------------------------------------------------------
+
+namespace {
+
+// NOEIRA_RANKS_PER_NODE, or 0 when unset.
+int pretended_ranks_per_node() {
+  const char* v = std::getenv("NOEIRA_RANKS_PER_NODE");
+  if (v == nullptr) return 0;
+  char* end = nullptr;
+  const long m = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0' || m < 1 || m > 1 << 20) {
+    throw InputError(detail::concat("NOEIRA_RANKS_PER_NODE must be a whole number of ranks from 1, "
+                                    "got '", v, "'"));
+  }
+  return static_cast<int>(m);
+}
+
+}  // namespace
+
+NodeLayout mpi_node_layout(MPI_Comm comm, int rank) {
+  MPI_Comm node = MPI_COMM_NULL;
+  if (const int m = pretended_ranks_per_node(); m > 0) {
+    NOEIRA_MPI_CHECK(MPI_Comm_split(comm, rank / m, rank, &node));
+  } else {
+    NOEIRA_MPI_CHECK(
+        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  }
+  // A node is named by its lowest rank; every rank learns every rank's.
+  int lowest = rank;
+  NOEIRA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, node));
+  NOEIRA_MPI_CHECK(MPI_Comm_free(&node));
+  int size = 0;
+  NOEIRA_MPI_CHECK(MPI_Comm_size(comm, &size));
+  std::vector<int> lowest_of(static_cast<std::size_t>(size));
+  NOEIRA_MPI_CHECK(MPI_Allgather(&lowest, 1, MPI_INT, lowest_of.data(), 1, MPI_INT, comm));
+  return NodeLayout(lowest_of);
+}
+
+// --- NodeSums ----------------------------------------------------------------------------------
+
+namespace {
+
+// `count` elements of `dtype` at `data` (the staging of an op).
+Buffer buffer_at(void* data, std::size_t count, DType dtype) {
+  Buffer b;
+  b.data = data;
+  b.count = count;
+  b.dtype = dtype;
+  return b;
+}
+
+}  // namespace
+
+struct NodeSums::Op {
+  CollectiveCall call;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  int phase = 0;                                // the next phase to start
+  std::vector<std::unique_ptr<WorkImpl>> parts;  // the current phase's
+  std::vector<MPI_Request> requests;             // the current phase's own MPI requests
+  std::shared_ptr<char> staging;                 // K partials or inputs, [nodes][count]
+  bool done = false;
+};
+
+// A started op's handle: its test() and wait() move the whole group on, this op included.
+class NodeWork final : public WorkImpl {
+ public:
+  NodeWork(std::shared_ptr<NodeSums::Op> op, NodeSums& sums) : op_(std::move(op)), sums_(sums) {}
+
+  bool test() override {
+    sums_.progress_.advance();
+    return op_->done;
+  }
+
+  void wait() override {
+    for (int looks = 0;; ++looks) {
+      sums_.progress_.advance();
+      if (op_->done) return;
+      // As SharedWork's wait: Open MPI moves its own non-blocking ops only inside MPI calls, and
+      // after a short spin the core goes to whoever needs it.
+      int flag = 0;
+      NOEIRA_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, sums_.column_comm_, &flag,
+                                  MPI_STATUS_IGNORE));
+      if (looks >= 64) sched_yield();
+    }
+  }
+
+ private:
+  std::shared_ptr<NodeSums::Op> op_;
+  NodeSums& sums_;
+};
+
+std::unique_ptr<NodeSums> NodeSums::create(MPI_Comm comm, int rank, const NodeLayout& layout,
+                                           MpiProgress& progress) {
+  const int m = layout.block_size();
+  if (layout.nodes() < 2 || m < 2) return nullptr;
+  const int node_index = layout.node_of(rank);
+  MPI_Comm node_comm = MPI_COMM_NULL, column_comm = MPI_COMM_NULL;
+  NOEIRA_MPI_CHECK(MPI_Comm_split(comm, node_index, rank, &node_comm));
+  std::unique_ptr<SharedSums> node = SharedSums::create(node_comm, rank % m, m, progress);
+  // Every node must have taken the shared path, or none takes this one.
+  int everywhere = node != nullptr ? 1 : 0;
+  NOEIRA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_MIN, comm));
+  if (!everywhere) {
+    node.reset();  // collective over the node, whose ranks all came here
+    NOEIRA_MPI_CHECK(MPI_Comm_free(&node_comm));
+    return nullptr;
+  }
+  NOEIRA_MPI_CHECK(MPI_Comm_split(comm, rank % m, node_index, &column_comm));
+  return std::unique_ptr<NodeSums>(
+      new NodeSums(node_comm, column_comm, std::move(node), layout, rank, progress));
+}
+
+NodeSums::NodeSums(MPI_Comm node_comm, MPI_Comm column_comm, std::unique_ptr<SharedSums> node,
+                   const NodeLayout& layout, int rank, MpiProgress& progress)
+    : node_comm_(node_comm),
+      column_comm_(column_comm),
+      node_(std::move(node)),
+      place_(rank % layout.block_size()),
+      node_size_(layout.block_size()),
+      nodes_(layout.nodes()),
+      progress_(progress),
+      column_(column_comm, layout.node_of(rank), layout.nodes(), progress,
+              NodeLayout::one_node(layout.nodes())) {}
+
+NodeSums::~NodeSums() {
+  if (registered_) progress_.remove(this);
+  node_.reset();  // its window first: collective over the node, whose communicator goes next
+  MPI_Comm_free(&column_comm_);
+  MPI_Comm_free(&node_comm_);
+}
+
+bool NodeSums::takes(const CollectiveCall& call) {
+  const bool kind = call.kind == Collective::AllReduce ||
+                    call.kind == Collective::ReduceScatter ||
+                    call.kind == Collective::AllGather;
+  return kind && call.out.dtype != DType::BF16;
+}
+
+std::unique_ptr<WorkImpl> NodeSums::start(const CollectiveCall& call, MPI_Datatype type) {
+  NOEIRA_CHECK(takes(call), "node-wise sums: no ", to_string(call.kind), " of ",
+               to_string(call.out.dtype));
+  auto op = std::make_shared<Op>();
+  op->call = call;
+  op->type = type;
+  queue_.push_back(op);
+  if (!registered_) {
+    progress_.add(this);
+    registered_ = true;
+  }
+  return std::make_unique<NodeWork>(std::move(op), *this);
+}
+
+bool NodeSums::advance() {
+  while (!queue_.empty()) {
+    Op& op = *queue_.front();
+    for (const std::unique_ptr<WorkImpl>& part : op.parts) {
+      if (!part->test()) return false;
+    }
+    if (!op.requests.empty()) {
+      int flag = 0;
+      NOEIRA_MPI_CHECK(MPI_Testall(static_cast<int>(op.requests.size()), op.requests.data(),
+                                   &flag, MPI_STATUSES_IGNORE));
+      if (!flag) return false;
+      op.requests.clear();
+    }
+    op.parts.clear();
+    if (op.call.count > 0 && start_phase(op)) continue;
+    op.staging.reset();
+    op.done = true;
+    queue_.pop_front();
+  }
+  registered_ = false;
+  return true;
+}
+
+bool NodeSums::start_phase(Op& op) {
+  const int phase = op.phase++;
+  if (phase > 2) return false;
+  switch (op.call.kind) {
+    case Collective::AllReduce: allreduce_phase(op, phase); break;
+    case Collective::ReduceScatter: reduce_scatter_phase(op, phase); break;
+    case Collective::AllGather: all_gather_phase(op, phase); break;
+    case Collective::Broadcast:
+    case Collective::Barrier: return false;
+  }
+  return true;
+}
+
+void NodeSums::in_node(Op& op, Collective kind, ConstBuffer in, Buffer out, std::int64_t count) {
+  CollectiveCall part = op.call;
+  part.kind = kind;
+  part.in = in;
+  part.out = out;
+  part.count = count;
+  op.parts.push_back(node_->start(part));
+}
+
+void NodeSums::in_column(Op& op, Collective kind, ConstBuffer in, Buffer out, int which) {
+  CollectiveCall part = op.call;
+  part.kind = kind;
+  part.in = in;
+  part.out = out;
+  part.count = static_cast<std::int64_t>(out.count);
+  part.seq = op.call.seq * 2 + static_cast<std::uint64_t>(which);  // distinct tags per part
+  op.parts.push_back(kind == Collective::AllReduce ? column_.allreduce(part, op.type)
+                                                   : column_.reduce_scatter(part, op.type));
+}
+
+// Part `place_` of the node's M equal parts, then the remainder.
+void NodeSums::allreduce_phase(Op& op, int phase) {
+  const auto m = static_cast<std::size_t>(node_size_);
+  const auto count = static_cast<std::size_t>(op.call.count);
+  const std::size_t q = count / m, rest = count % m;
+  const Buffer buf = op.call.out;
+  const Buffer mine = buf.sub(static_cast<std::size_t>(place_) * q, q);
+  const Buffer whole = buf.sub(0, q * m);
+  const Buffer tail = buf.sub(q * m, rest);
+  switch (phase) {
+    case 0:
+      if (q > 0) in_node(op, Collective::ReduceScatter, whole, mine, static_cast<std::int64_t>(q));
+      if (rest > 0) in_node(op, Collective::AllReduce, tail, tail, static_cast<std::int64_t>(rest));
+      break;
+    case 1:
+      if (q > 0) in_column(op, Collective::AllReduce, mine, mine, 0);
+      if (rest > 0) in_column(op, Collective::AllReduce, tail, tail, 1);
+      break;
+    case 2:
+      if (q > 0) in_node(op, Collective::AllGather, mine, whole, static_cast<std::int64_t>(q));
+      break;
+  }
+}
+
+void NodeSums::reduce_scatter_phase(Op& op, int phase) {
+  const auto n = static_cast<std::size_t>(op.call.count);
+  const auto m = static_cast<std::size_t>(node_size_);
+  const auto k_nodes = static_cast<std::size_t>(nodes_);
+  const DType dtype = op.call.out.dtype;
+  if (phase == 0) op.staging = scratch_->acquire(n * k_nodes * dtype_size(dtype));
+  const Buffer staging = buffer_at(op.staging.get(), n * k_nodes, dtype);
+  switch (phase) {
+    case 0:
+      for (std::size_t k = 0; k < k_nodes; ++k) {
+        in_node(op, Collective::ReduceScatter, op.call.in.sub(k * m * n, m * n),
+                staging.sub(k * n, n), static_cast<std::int64_t>(n));
+      }
+      break;
+    case 1:
+      in_column(op, Collective::ReduceScatter, staging, op.call.out, 0);
+      break;
+  }
+}
+
+void NodeSums::all_gather_phase(Op& op, int phase) {
+  const auto n = static_cast<std::size_t>(op.call.count);
+  const auto m = static_cast<std::size_t>(node_size_);
+  const auto k_nodes = static_cast<std::size_t>(nodes_);
+  const DType dtype = op.call.out.dtype;
+  switch (phase) {
+    case 0: {
+      op.staging = scratch_->acquire(n * k_nodes * dtype_size(dtype));
+      NOEIRA_MPI_CHECK(MPI_Iallgather(op.call.in.data, static_cast<int>(n), op.type,
+                                      op.staging.get(), static_cast<int>(n), op.type,
+                                      column_comm_, &op.requests.emplace_back()));
+      break;
+    }
+    case 1: {
+      const ConstBuffer staging = buffer_at(op.staging.get(), n * k_nodes, dtype);
+      for (std::size_t k = 0; k < k_nodes; ++k) {
+        in_node(op, Collective::AllGather, staging.sub(k * n, n), op.call.out.sub(k * m * n, m * n),
+                static_cast<std::int64_t>(n));
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace noeira::dist
