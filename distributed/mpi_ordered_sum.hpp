@@ -2,7 +2,9 @@
 // The MPI backend's sums in the simulated backend's order: element e of every result is
 //   ((in_0[e] + in_1[e]) + in_2[e]) + ... + in_{N-1}[e]
 // in the buffer's type, a left fold in rank order (distributed/sim_process_group.cpp), so that
-// `mpirun -np N noeira train` and `noeira train --sim-ranks N` give the same bits at every N.
+// `mpirun -np N noeira train` and `noeira train --sim-ranks N` give the same bits at every N. On
+// several nodes, each node's ranks so, then the nodes (node_layout.hpp): the fold takes the
+// layout.
 // Open MPI's own reductions (libnbc's trees, rings and recursive halving) add in orders of their
 // own that differ from rank order from N = 4 on, and floating-point addition does not associate.
 //
