@@ -1,7 +1,5 @@
 #include "distributed/mpi_node_sums.hpp"
 
-#include <sched.h>
-
 #include <cstdlib>
 #include <utility>
 #include <vector>
@@ -74,34 +72,6 @@ struct NodeSums::Op {
   bool done = false;
 };
 
-// A started op's handle: its test() and wait() move the whole group on, this op included.
-class NodeWork final : public WorkImpl {
- public:
-  NodeWork(std::shared_ptr<NodeSums::Op> op, NodeSums& sums) : op_(std::move(op)), sums_(sums) {}
-
-  bool test() override {
-    sums_.progress_.advance();
-    return op_->done;
-  }
-
-  void wait() override {
-    for (int looks = 0;; ++looks) {
-      sums_.progress_.advance();
-      if (op_->done) return;
-      // As SharedWork's wait: Open MPI moves its own non-blocking ops only inside MPI calls, and
-      // after a short spin the core goes to whoever needs it.
-      int flag = 0;
-      NOEIRA_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, sums_.column_comm_, &flag,
-                                  MPI_STATUS_IGNORE));
-      if (looks >= 64) sched_yield();
-    }
-  }
-
- private:
-  std::shared_ptr<NodeSums::Op> op_;
-  NodeSums& sums_;
-};
-
 std::unique_ptr<NodeSums> NodeSums::create(MPI_Comm comm, int rank, const NodeLayout& layout,
                                            MpiProgress& progress) {
   const int m = layout.block_size();
@@ -160,7 +130,7 @@ std::unique_ptr<WorkImpl> NodeSums::start(const CollectiveCall& call, MPI_Dataty
     progress_.add(this);
     registered_ = true;
   }
-  return std::make_unique<NodeWork>(std::move(op), *this);
+  return std::make_unique<QueuedWork<Op>>(std::move(op), progress_, column_comm_);
 }
 
 bool NodeSums::advance() {
@@ -243,46 +213,43 @@ void NodeSums::allreduce_phase(Op& op, int phase) {
   }
 }
 
+// The staging of an op: n elements for each of the K nodes, [nodes][n].
+Buffer NodeSums::staging_of(Op& op) {
+  const auto n = static_cast<std::size_t>(op.call.count);
+  const auto k_nodes = static_cast<std::size_t>(nodes_);
+  const DType dtype = op.call.out.dtype;
+  if (op.staging == nullptr) op.staging = scratch_->acquire(n * k_nodes * dtype_size(dtype));
+  return buffer_at(op.staging.get(), n * k_nodes, dtype);
+}
+
 void NodeSums::reduce_scatter_phase(Op& op, int phase) {
   const auto n = static_cast<std::size_t>(op.call.count);
   const auto m = static_cast<std::size_t>(node_size_);
-  const auto k_nodes = static_cast<std::size_t>(nodes_);
-  const DType dtype = op.call.out.dtype;
-  if (phase == 0) op.staging = scratch_->acquire(n * k_nodes * dtype_size(dtype));
-  const Buffer staging = buffer_at(op.staging.get(), n * k_nodes, dtype);
-  switch (phase) {
-    case 0:
-      for (std::size_t k = 0; k < k_nodes; ++k) {
-        in_node(op, Collective::ReduceScatter, op.call.in.sub(k * m * n, m * n),
-                staging.sub(k * n, n), static_cast<std::int64_t>(n));
-      }
-      break;
-    case 1:
-      in_column(op, Collective::ReduceScatter, staging, op.call.out, 0);
-      break;
+  const Buffer staging = staging_of(op);
+  if (phase == 0) {
+    for (int k = 0; k < nodes_; ++k) {
+      const auto at = static_cast<std::size_t>(k);
+      in_node(op, Collective::ReduceScatter, op.call.in.sub(at * m * n, m * n),
+              staging.sub(at * n, n), static_cast<std::int64_t>(n));
+    }
+  } else if (phase == 1) {
+    in_column(op, Collective::ReduceScatter, staging, op.call.out, 0);
   }
 }
 
 void NodeSums::all_gather_phase(Op& op, int phase) {
   const auto n = static_cast<std::size_t>(op.call.count);
   const auto m = static_cast<std::size_t>(node_size_);
-  const auto k_nodes = static_cast<std::size_t>(nodes_);
-  const DType dtype = op.call.out.dtype;
-  switch (phase) {
-    case 0: {
-      op.staging = scratch_->acquire(n * k_nodes * dtype_size(dtype));
-      NOEIRA_MPI_CHECK(MPI_Iallgather(op.call.in.data, static_cast<int>(n), op.type,
-                                      op.staging.get(), static_cast<int>(n), op.type,
-                                      column_comm_, &op.requests.emplace_back()));
-      break;
-    }
-    case 1: {
-      const ConstBuffer staging = buffer_at(op.staging.get(), n * k_nodes, dtype);
-      for (std::size_t k = 0; k < k_nodes; ++k) {
-        in_node(op, Collective::AllGather, staging.sub(k * n, n), op.call.out.sub(k * m * n, m * n),
-                static_cast<std::int64_t>(n));
-      }
-      break;
+  const Buffer staging = staging_of(op);
+  if (phase == 0) {
+    NOEIRA_MPI_CHECK(MPI_Iallgather(op.call.in.data, static_cast<int>(n), op.type, staging.data,
+                                    static_cast<int>(n), op.type, column_comm_,
+                                    &op.requests.emplace_back()));
+  } else if (phase == 1) {
+    for (int k = 0; k < nodes_; ++k) {
+      const auto at = static_cast<std::size_t>(k);
+      in_node(op, Collective::AllGather, staging.sub(at * n, n), op.call.out.sub(at * m * n, m * n),
+              static_cast<std::int64_t>(n));
     }
   }
 }

@@ -74,11 +74,11 @@ class NodeSums final : public PhasedOp {
   void allreduce_phase(Op& op, int phase);
   void reduce_scatter_phase(Op& op, int phase);
   void all_gather_phase(Op& op, int phase);
+  // The op's staging (taken from the pool at the first call): K blocks of its count, [nodes][n].
+  Buffer staging_of(Op& op);
   // A part inside the node, or in the column (its tags from the op's sequence and `which`).
   void in_node(Op& op, Collective kind, ConstBuffer in, Buffer out, std::int64_t count);
   void in_column(Op& op, Collective kind, ConstBuffer in, Buffer out, int which);
-
-  friend class NodeWork;
 
   MPI_Comm node_comm_;
   MPI_Comm column_comm_;

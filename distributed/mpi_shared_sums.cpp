@@ -1,6 +1,5 @@
 #include "distributed/mpi_shared_sums.hpp"
 
-#include <sched.h>
 #include <sys/statvfs.h>
 
 #include <algorithm>
@@ -226,36 +225,6 @@ struct SharedSums::Op {
   bool done = false;
 };
 
-// A started op's handle: its test() and wait() move the whole group on, this op included.
-class SharedWork final : public WorkImpl {
- public:
-  SharedWork(std::shared_ptr<SharedSums::Op> op, SharedSums& sums)
-      : op_(std::move(op)), sums_(sums) {}
-
-  bool test() override {
-    sums_.progress_.advance();
-    return op_->done;
-  }
-
-  void wait() override {
-    for (int looks = 0;; ++looks) {
-      sums_.progress_.advance();
-      if (op_->done) return;
-      // Open MPI moves its own non-blocking ops (a broadcast a peer waits for) only inside MPI
-      // calls: one that returns at once keeps them moving while this rank waits here.
-      int flag = 0;
-      NOEIRA_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, sums_.comm_, &flag,
-                                  MPI_STATUS_IGNORE));
-      // A short spin for a peer about to arrive, then the core goes to whoever needs it.
-      if (looks >= 64) sched_yield();
-    }
-  }
-
- private:
-  std::shared_ptr<SharedSums::Op> op_;
-  SharedSums& sums_;
-};
-
 bool SharedSums::all_reached(std::uint64_t Counters::*which, std::uint64_t value) const {
   for (const Counters* c : counters_) {
     if (load(c->*which) < value) return false;
@@ -310,7 +279,7 @@ std::unique_ptr<WorkImpl> SharedSums::start(const CollectiveCall& call) {
     progress_.add(this);
     registered_ = true;
   }
-  return std::make_unique<SharedWork>(std::move(op), *this);
+  return std::make_unique<QueuedWork<Op>>(std::move(op), progress_, comm_);
 }
 
 bool SharedSums::advance() {

@@ -129,8 +129,6 @@ class SharedSums final : public PhasedOp {
   void fold_in_place(const Op& op, std::int64_t at, std::int64_t n);
   void push_in_place(const Op& op, std::int64_t at, std::int64_t n);
 
-  friend class SharedWork;
-
   MPI_Win win_;
   MPI_Comm comm_;
   int rank_;

@@ -1,5 +1,7 @@
 #include "distributed/mpi_work.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -25,6 +27,12 @@ void MpiProgress::advance() {
     if (std::find(pending_.begin(), pending_.end(), op) == pending_.end()) continue;
     if (op->advance()) remove(op);
   }
+}
+
+void poll_idle(MPI_Comm comm, int looks) {
+  int flag = 0;
+  NOEIRA_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE));
+  if (looks >= 64) sched_yield();
 }
 
 bool test_all(std::vector<MPI_Request>& requests, MpiProgress& progress) {

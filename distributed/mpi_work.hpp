@@ -12,6 +12,7 @@
 #include <mpi.h>
 
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -43,11 +44,43 @@ class MpiProgress {
   bool advancing_ = false;
 };
 
+// One idle look of a rank waiting for its peers: Open MPI moves its own non-blocking ops (a
+// broadcast a peer waits for) only inside MPI calls, so it makes one on `comm` that returns at
+// once; after a short spin (`looks` so far) the core goes to whoever needs it.
+void poll_idle(MPI_Comm comm, int looks);
+
 // Completes every request of `requests` (blocking); while other ops of `progress` still have a
 // phase to post it polls instead, advancing them between tests.
 void wait_all(std::vector<MPI_Request>& requests, MpiProgress& progress);
 // Whether every request has completed, after advancing `progress`; never blocks.
 bool test_all(std::vector<MPI_Request>& requests, MpiProgress& progress);
+
+// The handle on an op that a queue of the group moves on from MpiProgress (SharedSums, NodeSums):
+// test() and wait() move the whole group on, this op included, until the op's `done` is set.
+template <class Op>
+class QueuedWork final : public WorkImpl {
+ public:
+  QueuedWork(std::shared_ptr<Op> op, MpiProgress& progress, MPI_Comm comm)
+      : op_(std::move(op)), progress_(progress), comm_(comm) {}
+
+  bool test() override {
+    progress_.advance();
+    return op_->done;
+  }
+
+  void wait() override {
+    for (int looks = 0;; ++looks) {
+      progress_.advance();
+      if (op_->done) return;
+      poll_idle(comm_, looks);
+    }
+  }
+
+ private:
+  std::shared_ptr<Op> op_;
+  MpiProgress& progress_;
+  MPI_Comm comm_;
+};
 
 class MpiWork final : public WorkImpl {
  public:

@@ -8,23 +8,27 @@ target_include_directories(dist_mpi_driver PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 set(noeira_mpi_test_env
     "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_NUM_THREADS=1")
 
+# A test of the driver in `mode` under mpiexec at `ranks`, with the test environment plus the
+# variables given after the mode (VAR=value ...).
+function(noeira_mpi_driver_test name ranks mode)
+  add_test(NAME ${name}
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
+                   $<TARGET_FILE:dist_mpi_driver> ${mode})
+  set(env "${noeira_mpi_test_env}")
+  foreach(var IN LISTS ARGN)
+    string(APPEND env ";${var}")
+  endforeach()
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}" TIMEOUT 120 PROCESSORS 2)
+endfunction()
+
 # Sums bit for bit equal to the rank-order left fold (the simulated backend's order), at rank
 # counts where Open MPI's own algorithms add otherwise (4, 5) and one where they did not (3).
 foreach(ranks 3 4 5)
-  add_test(NAME dist_mpi_rank_order_np${ranks}
-           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
-                   $<TARGET_FILE:dist_mpi_driver> rank_order)
-  set_tests_properties(dist_mpi_rank_order_np${ranks} PROPERTIES
-                       ENVIRONMENT "${noeira_mpi_test_env}" TIMEOUT 120 PROCESSORS ${ranks})
+  noeira_mpi_driver_test(dist_mpi_rank_order_np${ranks} ${ranks} rank_order)
 endforeach()
 
 # The same over MPI messages (mpi_ordered_sum.hpp) instead of shared memory.
-add_test(NAME dist_mpi_rank_order_mpi_messages_np4
-         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
-                 $<TARGET_FILE:dist_mpi_driver> rank_order)
-set_tests_properties(dist_mpi_rank_order_mpi_messages_np4 PROPERTIES
-                     ENVIRONMENT "${noeira_mpi_test_env};NOEIRA_SHARED_MEMORY=0" TIMEOUT 120
-                     PROCESSORS 4)
+noeira_mpi_driver_test(dist_mpi_rank_order_mpi_messages_np4 4 rank_order NOEIRA_SHARED_MEMORY=0)
 
 # A job spanning nodes, pretended on this machine (NOEIRA_RANKS_PER_NODE=M: nodes of M consecutive
 # ranks): the sums add each node's ranks, then the nodes (distributed/node_layout.hpp), through
@@ -35,26 +39,12 @@ foreach(run IN ITEMS 4:2 6:3 5:2)
   string(REPLACE ":" ";" run ${run})
   list(GET run 0 ranks)
   list(GET run 1 per_node)
-  add_test(NAME dist_mpi_rank_order_nodes_of${per_node}_np${ranks}
-           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks}
-                   $<TARGET_FILE:dist_mpi_driver> rank_order)
-  set_tests_properties(dist_mpi_rank_order_nodes_of${per_node}_np${ranks} PROPERTIES
-                       ENVIRONMENT "${noeira_mpi_test_env};NOEIRA_RANKS_PER_NODE=${per_node}"
-                       TIMEOUT 120 PROCESSORS 2)
+  noeira_mpi_driver_test(dist_mpi_rank_order_nodes_of${per_node}_np${ranks} ${ranks} rank_order
+                         NOEIRA_RANKS_PER_NODE=${per_node})
 endforeach()
-add_test(NAME dist_mpi_rank_order_nodes_mpi_messages_np4
-         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
-                 $<TARGET_FILE:dist_mpi_driver> rank_order)
-set_tests_properties(dist_mpi_rank_order_nodes_mpi_messages_np4 PROPERTIES
-                     ENVIRONMENT
-                     "${noeira_mpi_test_env};NOEIRA_RANKS_PER_NODE=2;NOEIRA_SHARED_MEMORY=0"
-                     TIMEOUT 120 PROCESSORS 2)
-add_test(NAME dist_mpi_collectives_nodes_of2_np4
-         COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 4
-                 $<TARGET_FILE:dist_mpi_driver> collectives)
-set_tests_properties(dist_mpi_collectives_nodes_of2_np4 PROPERTIES
-                     ENVIRONMENT "${noeira_mpi_test_env};NOEIRA_RANKS_PER_NODE=2" TIMEOUT 120
-                     PROCESSORS 2)
+noeira_mpi_driver_test(dist_mpi_rank_order_nodes_mpi_messages_np4 4 rank_order
+                       NOEIRA_RANKS_PER_NODE=2 NOEIRA_SHARED_MEMORY=0)
+noeira_mpi_driver_test(dist_mpi_collectives_nodes_of2_np4 4 collectives NOEIRA_RANKS_PER_NODE=2)
 
 # One rank's allreduce buffer in the group's shared memory, the others' private: every rank
 # refuses the op with a message naming a rank whose buffer differs (no wrong read, no hang).
