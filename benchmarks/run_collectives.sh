@@ -7,6 +7,9 @@
 #
 # One rank per core is the fair setting: with more ranks than cores, --oversubscribe makes Open MPI
 # yield in its progress loops and the figures measure the scheduler. Run it on a quiet machine.
+# NOEIRA_RANKS_PER_NODE=M in the environment pretends nodes of M consecutive ranks (README,
+# "Collectives across nodes"): `NOEIRA_RANKS_PER_NODE=2 run_collectives.sh build 4` times the
+# node-wise path, whose messages between the pretended nodes stay on this machine.
 # Exits non-zero when a result is wrong (or below --min-ratio), as the benchmark does.
 set -euo pipefail
 
