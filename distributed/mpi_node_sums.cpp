@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "distributed/mpi_check.hpp"
+#include "kernels/bf16_math.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::dist {
@@ -63,8 +64,12 @@ Buffer buffer_at(void* data, std::size_t count, DType dtype) {
 }  // namespace
 
 struct NodeSums::Op {
-  CollectiveCall call;
-  MPI_Datatype type = MPI_DATATYPE_NULL;
+  CollectiveCall call;  // as started
+  // What the phases run: the call itself, or for a bf16 sum the same sum of its inputs widened to
+  // fp32 (in `widened`), rounded into the call's output once it is done.
+  CollectiveCall work;
+  std::shared_ptr<char> widened;
+  MPI_Datatype type = MPI_DATATYPE_NULL;  // of work's elements
   int phase = 0;                                // the next phase to start
   std::vector<std::unique_ptr<WorkImpl>> parts;  // the current phase's
   std::vector<MPI_Request> requests;             // the current phase's own MPI requests
@@ -113,10 +118,41 @@ NodeSums::~NodeSums() {
 }
 
 bool NodeSums::takes(const CollectiveCall& call) {
-  const bool kind = call.kind == Collective::AllReduce ||
-                    call.kind == Collective::ReduceScatter ||
-                    call.kind == Collective::AllGather;
-  return kind && call.out.dtype != DType::BF16;
+  return call.kind == Collective::AllReduce || call.kind == Collective::ReduceScatter ||
+         call.kind == Collective::AllGather;
+}
+
+namespace {
+
+bool is_bf16_sum(const CollectiveCall& call) {
+  return call.out.dtype == DType::BF16 && call.kind != Collective::AllGather;
+}
+
+}  // namespace
+
+// A bf16 sum is one fp32 sum of the bf16 inputs, rounded once (process_group.hpp): the node's
+// partial sums must stay fp32, so the op sums an fp32 copy of its input, [input | output].
+void NodeSums::widen(Op& op) {
+  const CollectiveCall& c = op.call;
+  const std::size_t in_count = c.kind == Collective::AllReduce ? c.out.count : c.in.count;
+  const std::size_t out_count = c.kind == Collective::AllReduce ? 0 : c.out.count;
+  op.widened = scratch_->acquire((in_count + out_count) * sizeof(float));
+  auto* wide = reinterpret_cast<float*>(op.widened.get());
+  const auto* bits = static_cast<const std::uint16_t*>(
+      c.kind == Collective::AllReduce ? static_cast<const void*>(c.out.data) : c.in.data);
+  for (std::size_t i = 0; i < in_count; ++i) wide[i] = bf16_value(bits[i]);
+  op.work.in = buffer_at(wide, in_count, DType::F32);
+  op.work.out = c.kind == Collective::AllReduce ? buffer_at(wide, in_count, DType::F32)
+                                                 : buffer_at(wide + in_count, out_count,
+                                                             DType::F32);
+  op.type = MPI_FLOAT;
+}
+
+void NodeSums::round_out(Op& op) {
+  const auto* wide = static_cast<const float*>(op.work.out.data);
+  auto* bits = static_cast<std::uint16_t*>(op.call.out.data);
+  for (std::size_t i = 0; i < op.call.out.count; ++i) bits[i] = bf16_bits(wide[i]);
+  op.widened.reset();
 }
 
 std::unique_ptr<WorkImpl> NodeSums::start(const CollectiveCall& call, MPI_Datatype type) {
@@ -124,7 +160,9 @@ std::unique_ptr<WorkImpl> NodeSums::start(const CollectiveCall& call, MPI_Dataty
                to_string(call.out.dtype));
   auto op = std::make_shared<Op>();
   op->call = call;
+  op->work = call;
   op->type = type;
+  if (is_bf16_sum(call) && call.count > 0) widen(*op);
   queue_.push_back(op);
   if (!registered_) {
     progress_.add(this);
@@ -148,6 +186,7 @@ bool NodeSums::advance() {
     }
     op.parts.clear();
     if (op.call.count > 0 && start_phase(op)) continue;
+    if (op.widened != nullptr) round_out(op);
     op.staging.reset();
     op.done = true;
     queue_.pop_front();
@@ -159,7 +198,7 @@ bool NodeSums::advance() {
 bool NodeSums::start_phase(Op& op) {
   const int phase = op.phase++;
   if (phase > 2) return false;
-  switch (op.call.kind) {
+  switch (op.work.kind) {
     case Collective::AllReduce: allreduce_phase(op, phase); break;
     case Collective::ReduceScatter: reduce_scatter_phase(op, phase); break;
     case Collective::AllGather: all_gather_phase(op, phase); break;
@@ -170,7 +209,7 @@ bool NodeSums::start_phase(Op& op) {
 }
 
 void NodeSums::in_node(Op& op, Collective kind, ConstBuffer in, Buffer out, std::int64_t count) {
-  CollectiveCall part = op.call;
+  CollectiveCall part = op.work;
   part.kind = kind;
   part.in = in;
   part.out = out;
@@ -179,12 +218,12 @@ void NodeSums::in_node(Op& op, Collective kind, ConstBuffer in, Buffer out, std:
 }
 
 void NodeSums::in_column(Op& op, Collective kind, ConstBuffer in, Buffer out, int which) {
-  CollectiveCall part = op.call;
+  CollectiveCall part = op.work;
   part.kind = kind;
   part.in = in;
   part.out = out;
   part.count = static_cast<std::int64_t>(out.count);
-  part.seq = op.call.seq * 2 + static_cast<std::uint64_t>(which);  // distinct tags per part
+  part.seq = op.work.seq * 2 + static_cast<std::uint64_t>(which);  // distinct tags per part
   op.parts.push_back(kind == Collective::AllReduce ? column_.allreduce(part, op.type)
                                                    : column_.reduce_scatter(part, op.type));
 }
@@ -192,9 +231,9 @@ void NodeSums::in_column(Op& op, Collective kind, ConstBuffer in, Buffer out, in
 // Part `place_` of the node's M equal parts, then the remainder.
 void NodeSums::allreduce_phase(Op& op, int phase) {
   const auto m = static_cast<std::size_t>(node_size_);
-  const auto count = static_cast<std::size_t>(op.call.count);
+  const auto count = static_cast<std::size_t>(op.work.count);
   const std::size_t q = count / m, rest = count % m;
-  const Buffer buf = op.call.out;
+  const Buffer buf = op.work.out;
   const Buffer mine = buf.sub(static_cast<std::size_t>(place_) * q, q);
   const Buffer whole = buf.sub(0, q * m);
   const Buffer tail = buf.sub(q * m, rest);
@@ -215,40 +254,40 @@ void NodeSums::allreduce_phase(Op& op, int phase) {
 
 // The staging of an op: n elements for each of the K nodes, [nodes][n].
 Buffer NodeSums::staging_of(Op& op) {
-  const auto n = static_cast<std::size_t>(op.call.count);
+  const auto n = static_cast<std::size_t>(op.work.count);
   const auto k_nodes = static_cast<std::size_t>(nodes_);
-  const DType dtype = op.call.out.dtype;
+  const DType dtype = op.work.out.dtype;
   if (op.staging == nullptr) op.staging = scratch_->acquire(n * k_nodes * dtype_size(dtype));
   return buffer_at(op.staging.get(), n * k_nodes, dtype);
 }
 
 void NodeSums::reduce_scatter_phase(Op& op, int phase) {
-  const auto n = static_cast<std::size_t>(op.call.count);
+  const auto n = static_cast<std::size_t>(op.work.count);
   const auto m = static_cast<std::size_t>(node_size_);
   const Buffer staging = staging_of(op);
   if (phase == 0) {
     for (int k = 0; k < nodes_; ++k) {
       const auto at = static_cast<std::size_t>(k);
-      in_node(op, Collective::ReduceScatter, op.call.in.sub(at * m * n, m * n),
+      in_node(op, Collective::ReduceScatter, op.work.in.sub(at * m * n, m * n),
               staging.sub(at * n, n), static_cast<std::int64_t>(n));
     }
   } else if (phase == 1) {
-    in_column(op, Collective::ReduceScatter, staging, op.call.out, 0);
+    in_column(op, Collective::ReduceScatter, staging, op.work.out, 0);
   }
 }
 
 void NodeSums::all_gather_phase(Op& op, int phase) {
-  const auto n = static_cast<std::size_t>(op.call.count);
+  const auto n = static_cast<std::size_t>(op.work.count);
   const auto m = static_cast<std::size_t>(node_size_);
   const Buffer staging = staging_of(op);
   if (phase == 0) {
-    NOEIRA_MPI_CHECK(MPI_Iallgather(op.call.in.data, static_cast<int>(n), op.type, staging.data,
+    NOEIRA_MPI_CHECK(MPI_Iallgather(op.work.in.data, static_cast<int>(n), op.type, staging.data,
                                     static_cast<int>(n), op.type, column_comm_,
                                     &op.requests.emplace_back()));
   } else if (phase == 1) {
     for (int k = 0; k < nodes_; ++k) {
       const auto at = static_cast<std::size_t>(k);
-      in_node(op, Collective::AllGather, staging.sub(at * n, n), op.call.out.sub(at * m * n, m * n),
+      in_node(op, Collective::AllGather, staging.sub(at * n, n), op.work.out.sub(at * m * n, m * n),
               static_cast<std::int64_t>(n));
     }
   }

@@ -88,8 +88,9 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
   # A job spanning nodes, pretended here (NOEIRA_RANKS_PER_NODE=M): mpiexec's run adds each node's
   # ranks, then the nodes, and --sim-ranks-per-node M replays it bit for bit. Every policy at 4
   # ranks in nodes of 2 (shared memory inside the nodes, messages between them:
-  # distributed/mpi_node_sums.hpp); ZeRO-3 in nodes of 3; bf16 reductions (over messages, in the
-  # same order); nodes of unequal size (5 ranks in nodes of 2: messages only).
+  # distributed/mpi_node_sums.hpp); ZeRO-3 in nodes of 3; bf16 reductions (summed in fp32 across
+  # the nodes, rounded once), with bf16 gradients and parameters under ZeRO-3; nodes of unequal
+  # size (5 ranks in nodes of 2: messages only).
   function(noeira_mpi_sim_equal_nodes name ranks per_node policy)
     noeira_mpi_sim_equal(${name} ${ranks} ${policy} ${ARGN})
     set_property(TEST ${name} APPEND PROPERTY ENVIRONMENT "NOEIRA_RANKS_PER_NODE=${per_node}")
@@ -100,6 +101,8 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
   noeira_mpi_sim_equal_nodes(cli_mpi_sim_equal_zero3_nodes_of3_np6 6 3 zero3 --accum 2)
   noeira_mpi_sim_equal_nodes(cli_mpi_sim_equal_ddp_bf16_reduce_nodes_of2_np4 4 2 ddp
                              --reduce-dtype bf16)
+  noeira_mpi_sim_equal_nodes(cli_mpi_sim_equal_zero3_bf16_nodes_of2_np4 4 2 zero3
+                             --precision bf16 --reduce-dtype bf16 --grad-dtype bf16)
   noeira_mpi_sim_equal_nodes(cli_mpi_sim_equal_zero2_nodes_of2_np5 5 2 zero2)
 endif()
 
