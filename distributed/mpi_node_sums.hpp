@@ -20,12 +20,13 @@
 // An op's phases run one after the other, and the ops one at a time in the order they started (a
 // queue moved on by MpiProgress, as SharedSums's is): every rank starts the parts in the same
 // order, which SharedSums's epochs and MPI's matching of collectives need. As in SharedSums,
-// nothing moves at start(). Buffers from the group's shared memory are the node's: the parts
-// inside a node work on them in place.
+// nothing is exchanged at start(). Buffers from the group's shared memory are the node's: the
+// parts inside a node work on them in place.
 // A bf16 sum is one fp32 sum of the bf16 inputs, rounded once: the op widens its input to fp32
-// when it starts, sums that (so the nodes' partial sums are not rounded) and rounds the result
-// into the output when it is done. Across the network its partial sums then travel as fp32: 2
-// bytes per element of its inputs' 1/M, against the flat exchange's 2 for all (N−M)/N.
+// when it starts (a local copy), sums that (so the nodes' partial sums are not rounded) and
+// rounds the result into the output when it is done. Across the network its partial sums then
+// travel as fp32: 4 bytes for each of 1/M of the elements, against the flat exchange's 2 bytes
+// for (N−M)/N of them.
 #include <mpi.h>
 
 #include <cstdint>
