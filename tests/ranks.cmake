@@ -24,3 +24,22 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
                        "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
                        TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
+
+# Under mpiexec the ranks are the processes and their nodes the machines they run on: asking for
+# simulated ranks or simulated nodes there is a one-line error and a non-zero exit on every rank.
+if(TARGET noeira AND MPIEXEC_EXECUTABLE)
+  foreach(flag IN ITEMS sim-ranks sim-ranks-per-node)
+    add_test(NAME refuses_${flag}_under_mpiexec_np2
+             COMMAND sh -c "\"$0\" \"$@\" </dev/null; echo \"exit code $?\""
+                     ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 $<TARGET_FILE:noeira> train
+                     --model mlp --epochs 1 --limit-train 100 --${flag} 2
+                     --out ${CMAKE_CURRENT_BINARY_DIR}/refuses_${flag})
+    set_tests_properties(refuses_${flag}_under_mpiexec_np2 PROPERTIES
+                         ENVIRONMENT
+                         "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                         TIMEOUT 60 PROCESSORS 2
+                         PASS_REGULAR_EXPRESSION
+                         "noeira: error: --${flag} 2 under an MPI launcher: .*exit code [1-9]"
+                         FAIL_REGULAR_EXPRESSION "exit code 0[^0-9]|saved ")
+  endforeach()
+endif()
