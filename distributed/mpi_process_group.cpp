@@ -109,9 +109,7 @@ class MpiProcessGroup final : public ProcessGroup {
   ~MpiProcessGroup() override { shared_->close(); }
 
   std::string_view backend() const override { return "mpi"; }
-  std::string nodes() const override {
-    return layout_.nodes() > 1 ? layout_.describe() : std::string();
-  }
+  std::string nodes() const override { return layout_.several_nodes(); }
   Target buffer_target() const override { return Target::Cpu; }
   std::shared_ptr<void> shared_memory(std::size_t bytes) override {
     SharedSums* sums = shared_sums_ != nullptr ? shared_sums_.get()

@@ -31,6 +31,8 @@ class NodeLayout {
   int block_size() const;
   // "1 node", "2 nodes of 2 ranks", "2 nodes of 3 and 1 ranks".
   std::string describe() const;
+  // describe() where there are several nodes, empty on one (ProcessGroup::nodes()).
+  std::string several_nodes() const { return nodes() > 1 ? describe() : std::string(); }
 
   bool operator==(const NodeLayout& other) const { return node_of_ == other.node_of_; }
 

@@ -279,9 +279,7 @@ class SimProcessGroup final : public ProcessGroup {
       : ProcessGroup(rank, world.ranks(), options, world.watchdog()), world_(world) {}
 
   std::string_view backend() const override { return "simulated"; }
-  std::string nodes() const override {
-    return world_.layout().nodes() > 1 ? world_.layout().describe() : std::string();
-  }
+  std::string nodes() const override { return world_.layout().several_nodes(); }
   Target buffer_target() const override { return world_.target(); }
 
  protected:
@@ -306,6 +304,11 @@ std::string what_of(const std::exception_ptr& e) {
 
 }  // namespace
 
+NodeLayout simulated_nodes(int ranks, int ranks_per_node) {
+  return ranks_per_node > 0 ? NodeLayout::blocks(ranks, ranks_per_node)
+                            : NodeLayout::one_node(ranks);
+}
+
 void run_simulated(int ranks, const std::function<void(ProcessGroup&)>& body,
                    const ProcessGroupOptions& options, Target target, int ranks_per_node) {
   if (ranks < 1) throw InputError(detail::concat("--sim-ranks must be >= 1, got ", ranks));
@@ -313,9 +316,7 @@ void run_simulated(int ranks, const std::function<void(ProcessGroup&)>& body,
     throw InputError(detail::concat("--sim-ranks-per-node must be in [1, --sim-ranks ", ranks,
                                     "], got ", ranks_per_node));
   }
-  SimWorld world(ranks_per_node > 0 ? NodeLayout::blocks(ranks, ranks_per_node)
-                                    : NodeLayout::one_node(ranks),
-                 target);
+  SimWorld world(simulated_nodes(ranks, ranks_per_node), target);
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(ranks));
   auto run_rank = [&](int r) {
     try {

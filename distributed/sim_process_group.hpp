@@ -16,6 +16,7 @@
 // rank may call the world from a thread whose stream is the default one (nullptr) too.
 #include <functional>
 
+#include "distributed/node_layout.hpp"
 #include "distributed/process_group.hpp"
 #include "kernels/target.hpp"
 
@@ -29,6 +30,10 @@ namespace noeira::dist {
 // the collective, its sequence number and the ranks that did not arrive. ranks_per_node > 0: the
 // ranks sum as nodes of that many consecutive ranks would (node_layout.hpp), the bits of
 // `mpirun -np ranks` on such nodes; 0: one node.
+// The nodes run_simulated's ranks sum as: blocks of ranks_per_node consecutive ranks, or one node
+// for 0.
+NodeLayout simulated_nodes(int ranks, int ranks_per_node);
+
 void run_simulated(int ranks, const std::function<void(ProcessGroup&)>& body,
                    const ProcessGroupOptions& options = {}, Target target = Target::Cpu,
                    int ranks_per_node = 0);

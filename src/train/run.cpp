@@ -21,7 +21,6 @@
 #include "distributed/mpi_check.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
-#include "distributed/node_layout.hpp"
 #include "distributed/rank_agreement.hpp"
 #include "distributed/rank_stream.hpp"
 #include "distributed/sim_process_group.hpp"
@@ -372,11 +371,13 @@ TrainOutcome run_train(const TrainConfig& given) {
     }();
 
     const int all_threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
-    auto header = [&](int world, std::string_view backend, int threads) {
+    // nodes: the group's (ProcessGroup::nodes()), empty on one.
+    auto header = [&](int world, std::string_view backend, const std::string& nodes,
+                      int threads) {
       progress.note(detail::concat("noeira train: model ", cfg.model, " (", outcome.parameters,
                                    " parameters), ", run.describe(cfg)));
       progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
-                                   "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
+                                   nodes.empty() ? "" : ", ", nodes, "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
                                    cfg.precision == "bf16" ? " (bf16 products)" : "",
                                    ", policy ", cfg.policy,
                                    cfg.grad_dtype == "bf16"     ? " (bf16 gradients and reductions)"
@@ -407,10 +408,7 @@ TrainOutcome run_train(const TrainConfig& given) {
       if (group->rank() == 0) {
         files = open_run_files(cfg);
         outcome.out_dir = files->out.string();
-        header(group->size(), group->nodes().empty()
-                                  ? std::string(group->backend())
-                                  : detail::concat(group->backend(), ", ", group->nodes()),
-               omp_get_max_threads());
+        header(group->size(), group->backend(), group->nodes(), omp_get_max_threads());
       }
       const TrainSummary summary =
           train_rank<M>(cfg, *group, run, files ? &progress : nullptr, files ? &*files : nullptr);
@@ -426,14 +424,8 @@ TrainOutcome run_train(const TrainConfig& given) {
     const std::optional<io::CheckpointDirLock> lock = claim_for_run(cfg, progress);
     RunFiles files = open_run_files(cfg);
     outcome.out_dir = files.out.string();
-    header(world,
-           cfg.sim_ranks == 0 ? std::string("single process")
-           : cfg.sim_ranks_per_node > 0 && cfg.sim_ranks_per_node < cfg.sim_ranks
-               ? detail::concat("simulated, ",
-                                dist::NodeLayout::blocks(cfg.sim_ranks, cfg.sim_ranks_per_node)
-                                    .describe())
-               : std::string("simulated"),
-           threads);
+    header(world, cfg.sim_ranks > 0 ? "simulated" : "single process",
+           dist::simulated_nodes(world, cfg.sim_ranks_per_node).several_nodes(), threads);
     // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
     // its global count once here keeps the rank threads from resetting it against each other.
     openblas_set_num_threads(threads);
