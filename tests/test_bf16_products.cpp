@@ -129,6 +129,39 @@ TEST(Bf16Table, LinearForwardAndBackward) {
                        backward(fp32(), x, w, dy), "backward: dx, then dw");
 }
 
+// Through an activation both products read g = dy ⊙ act'(pre) rounded (kernels/cpu/linear.cpp
+// rounds it once, in the derivative's pass, for the two of them); the bias gradient sums g
+// unrounded, as the fp32 table does.
+TEST(Bf16Table, LinearBackwardThroughAnActivation) {
+  constexpr std::int64_t rows = 41, in = 66, out = 35;
+  const std::vector<float> x = random_values(rows * in, 11), w = random_values(out * in, 12),
+                           b = random_values(out, 13), dy = random_values(rows * out, 14);
+  std::vector<float> y(rows * out), pre(rows * out);
+  fp32().linear_forward(nullptr, Activation::GeluTanh, y.data(), pre.data(), x.data(), w.data(),
+                        b.data(), rows, in, out);
+  struct Grads {
+    std::vector<float> dx, dw, db, dpre;
+  };
+  auto backward = [&](const KernelTable& k, Activation act, const std::vector<float>& xs,
+                      const std::vector<float>& ws, const std::vector<float>& dys) {
+    Grads g{std::vector<float>(rows * in), std::vector<float>(out * in), std::vector<float>(out),
+            std::vector<float>(rows * out)};
+    k.linear_backward(nullptr, act, GradMode::Overwrite, g.dx.data(), g.dw.data(), g.db.data(),
+                      g.dpre.data(), dys.data(), xs.data(), ws.data(), y.data(), pre.data(), rows,
+                      in, out);
+    g.dx.insert(g.dx.end(), g.dw.begin(), g.dw.end());
+    return g;
+  };
+  const Grads got = backward(bf16(), Activation::GeluTanh, x, w, dy);
+  const Grads plain = backward(fp32(), Activation::GeluTanh, x, w, dy);
+  // The products of the rounded operands: an Identity backward whose output gradient is g rounded.
+  const Grads want = backward(fp32(), Activation::Identity, rounded(x), rounded(w),
+                              rounded(plain.dpre));
+  expect_bf16_products(got.dx, want.dx, plain.dx, "dx, then dw");
+  EXPECT_EQ(got.dpre, plain.dpre);
+  EXPECT_EQ(got.db, plain.db);
+}
+
 TEST(Bf16Table, BatchedMatmulEveryTransposeAlphaAndBeta) {
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
