@@ -38,12 +38,14 @@
 // they read anything, so that a rank whose input is not in the block where its peers' are fails
 // with a message naming it instead of reading a wrong place.
 //
-// An in-place all-gather that writes kStreamedAllGatherBytes or more (its input times the peers it
-// goes to) streams them past the cache (kernels/cpu/stream_copy.hpp): that much would push half
-// of this machine's 32 MiB L3 out anyway, and memcpy would read every destination line first and
-// its input once per peer. Measured at 64 MiB on 2 ranks: 5.5 ms memcpy'd, 4.0 ms streamed (raw
-// MPI 7.5); at 4 MiB streaming took 194 µs against 76 (the output stays in cache for whoever
-// reads it next), so smaller ones keep memcpy.
+// An in-place all-gather that writes kStreamedAllGatherBytes or more (its input times the
+// destinations it goes to, its own segment included) streams them past the cache
+// (kernels/cpu/stream_copy.hpp): memcpy would read every destination line first and its input
+// once per destination. Measured at 64 MiB on 2 ranks: 5.5 ms memcpy'd, 4.0 ms streamed (raw MPI
+// 7.5) on a 32 MiB-L3 AMD EPYC guest, 8.1–8.4 against 6.8–7.0 ms on a Xeon guest; smaller ones
+// keep memcpy (the output stays in cache for whoever reads it next): at 4 MiB streaming took 194
+// µs against 76 on the EPYC, and at 16 MiB 2.9 ms against 1.25 on the Xeon (4 ranks on its 2
+// cores: 9.1–9.4 against 5.0–6.4), where the 16 MiB threshold had made it slower than raw MPI.
 //
 // NOEIRA_SHARED_MEMORY=0 in the environment turns it off (the ops go over MPI messages as before);
 // NOEIRA_SHARED_MEMORY_MB sets the region size per rank (default 0.5 MiB; other chunks, same bits).
@@ -66,7 +68,7 @@ namespace noeira::dist {
 std::uint64_t shared_window_free_bytes();
 
 // Bytes an in-place all-gather writes from which it streams them (above).
-inline constexpr std::size_t kStreamedAllGatherBytes = std::size_t{16} << 20;
+inline constexpr std::size_t kStreamedAllGatherBytes = std::size_t{64} << 20;
 
 class SharedSums final : public PhasedOp {
  public:
