@@ -3,7 +3,9 @@
 # optimizer, schedule and epochs in PyTorch (benchmarks/pytorch_mlp.py, /usr/bin/python3 with
 # Debian's python3-torch), both on the same number of threads; then the GEMM-bound limit of an
 # epoch from the rates of noeira's matrix products and of OpenBLAS's sgemm here
-# (benchmarks/bench_sgemm.cpp). PyTorch (whose products are OpenBLAS's sgemm) runs twice: as
+# (benchmarks/bench_sgemm.cpp), and beside it the products and Adam's update together, each timed
+# alone (benchmarks/bench_optimizer.cpp: Adam, and a stream over the bytes it moves): what the
+# epoch cannot shed however small the rest of the step gets. PyTorch (whose products are OpenBLAS's sgemm) runs twice: as
 # shipped, and on the OpenBLAS kernels noeira picks (OPENBLAS_CORETYPE; they differ on a CPU
 # OpenBLAS 0.3.21 does not know, see kernels/cpu/blas_core.hpp): PyTorch at its best here.
 #
@@ -32,7 +34,8 @@ python=/usr/bin/python3
 
 noeira=$build/noeira
 bench=$build/benchmarks/bench_sgemm
-for f in "$noeira" "$bench"; do
+optimizer_bench=$build/benchmarks/bench_optimizer
+for f in "$noeira" "$bench" "$optimizer_bench"; do
   [[ -x $f ]] || { echo "compare_pytorch: $f not built (cmake --build $build)" >&2; exit 1; }
 done
 work=$(mktemp -d)
@@ -44,6 +47,8 @@ for ((r = 1; r <= repeat; r++)); do
   echo "== round $r of $repeat: sgemm rates (OpenBLAS, $threads threads)"
   OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads "$bench" --benchmark_format=json \
     --benchmark_min_time=0.5 > "$out/sgemm.json"
+  OMP_NUM_THREADS=$threads "$optimizer_bench" --benchmark_format=json --benchmark_min_time=0.5 \
+    > "$out/optimizer.json"
 
   echo "== round $r: noeira train ($epochs epochs, $threads threads)"
   "$noeira" train --model mlp --data-dir "$data_dir" --epochs "$epochs" --threads "$threads" \
@@ -84,6 +89,9 @@ for r in range(1, repeat + 1):
     step_gemm_s = step["real_time"] * 1e-6  # microseconds per step
     step_sgemm_s = bench["BM_MlpStepGemms/real_time"]["real_time"] * 1e-6  # OpenBLAS's sgemm
     product_peak = bench["BM_Fp32Product1024/real_time"]["gflops"] * 1e9
+    optimizer = {b["name"]: b for b in json.load(open(f"{out}/optimizer.json"))["benchmarks"]}
+    adam_s = optimizer["BM_MlpAdam/real_time"]["real_time"] * 1e-6  # per step
+    stream_s = optimizer["BM_MlpStreamOfAdamsBytes/real_time"]["real_time"] * 1e-6
     ours = [json.loads(l) for l in open(f"{out}/noeira/metrics.jsonl")]
     ours = [x for x in ours if x["type"] == "epoch"]
     core = open(f"{out}/core").read().strip()
@@ -96,6 +104,7 @@ for r in range(1, repeat + 1):
     b_torch = min(theirs["epoch_times"])
     lim_peak, lim_shapes = flop / peak, flop / step_rate
     lim_own = step_gemm_s * samples / batch  # the GEMMs noeira actually runs (no dx for layer 0)
+    lim_adam = (step_gemm_s + adam_s) * samples / batch  # and Adam's update, each alone
     print()
     print(f"round {r}:")
     print(f"sgemm peak (1024^3, OpenBLAS)  {peak / 1e9:7.1f} GFLOP/s -> limit {lim_peak:.3f} s/epoch")
@@ -103,6 +112,9 @@ for r in range(1, repeat + 1):
     print(f"products at the step's shapes  {step_rate / 1e9:7.1f} GFLOP/s -> limit {lim_shapes:.3f} s/epoch")
     print(f"the step's own GEMMs, timed    {step_gemm_s * 1e3:7.3f} ms/step  -> {lim_own:.3f} s/epoch "
           f"(through OpenBLAS's sgemm {step_sgemm_s * 1e3:.3f} ms/step)")
+    print(f"Adam's update alone, timed     {adam_s * 1e3:7.3f} ms/step  -> products + Adam "
+          f"{lim_adam:.3f} s/epoch (a stream over its {optimizer['BM_MlpAdam/real_time']['bytes'] / 1e6:.1f} MB: "
+          f"{stream_s * 1e3:.3f} ms/step)")
     print(f"noeira  epoch {t_ours:6.3f} s (median of {[round(x['epoch_time_s'], 3) for x in ours]}), "
           f"test acc {100 * ours[-1]['test_accuracy']:.2f}%")
     for label, run in ((f"pytorch ({core})", theirs), ("pytorch (as shipped)", shipped)):
@@ -113,7 +125,8 @@ for r in range(1, repeat + 1):
     print(f"speed-up over PyTorch as shipped: {t_shipped / t_ours:.2f}x median, "
           f"{min(shipped['epoch_times']) / b_ours:.2f}x best")
     print(f"epoch over its own GEMMs: {t_ours / lim_own:.2f}x median, {b_ours / lim_own:.2f}x best "
-          f"(target <= 1.15x)")
+          f"(target <= 1.15x); over its GEMMs + Adam: {t_ours / lim_adam:.2f}x median, "
+          f"{b_ours / lim_adam:.2f}x best")
     print(f"fraction of the GEMM limit (median / best epoch): "
           f"{lim_peak / t_ours:.0%} / {lim_peak / b_ours:.0%} at peak rate, "
           f"{lim_shapes / t_ours:.0%} / {lim_shapes / b_ours:.0%} at the step's shapes")
