@@ -14,6 +14,7 @@
 #include "attention_util.hpp"
 #include "gradcheck.hpp"
 #include "kernels/bf16_math.hpp"
+#include "kernels/cpu/gemm.hpp"
 #include "kernels/kernel_table.hpp"
 
 namespace noeira {
@@ -182,6 +183,34 @@ TEST(Bf16Table, BatchedMatmulEveryTransposeAlphaAndBeta) {
         };
         expect_bf16_products(run(bf16(), false), run(fp32(), true), run(fp32(), false),
                              "batched_matmul");
+      }
+    }
+  }
+}
+
+// A result whose rows are not contiguous (ldc > n: attention's heads side by side) goes through a
+// dense buffer (kernels/cpu/gemm.cpp): beta still reads C, and the columns past n stay as they
+// were.
+TEST(Bf16Products, StridedResultAlphaAndBeta) {
+  constexpr std::int64_t m = 37, n = 24, k = 53, ldc = n + 7;
+  const std::vector<float> a = random_values(m * k, 21), b = random_values(k * n, 22),
+                           c0 = random_values(m * ldc, 23);
+  for (const float beta : {0.0f, 0.5f}) {
+    SCOPED_TRACE(beta);
+    auto run = [&](Precision precision, const std::vector<float>& as,
+                   const std::vector<float>& bs) {
+      std::vector<float> c = c0;
+      cpu::gemm(precision, false, false, m, n, k, 0.25f, as.data(), k, bs.data(), n, beta,
+                c.data(), ldc);
+      return c;
+    };
+    const std::vector<float> got = run(Precision::Bf16, a, b);
+    expect_bf16_products(got, run(Precision::Fp32, rounded(a), rounded(b)),
+                         run(Precision::Fp32, a, b), "strided result");
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t j = n; j < ldc; ++j) {
+        const auto at = static_cast<std::size_t>(r * ldc + j);
+        ASSERT_EQ(got[at], c0[at]) << "row " << r << ", column " << j << " past n";
       }
     }
   }
