@@ -14,6 +14,7 @@
 #include "attention_util.hpp"
 #include "gradcheck.hpp"
 #include "kernels/bf16_math.hpp"
+#include "kernels/cpu/bf16_rounding.hpp"
 #include "kernels/cpu/gemm.hpp"
 #include "kernels/kernel_table.hpp"
 
@@ -60,6 +61,59 @@ TEST(Bf16Rounding, NearestEvenAndSpecialValues) {
   for (float x : random_values(1000, 7, -100.0f, 100.0f)) {
     EXPECT_LE(std::abs(round_to_bf16(x) - x), std::abs(x) * 0x1p-8f) << x;
   }
+}
+
+// The rounding of the products' operands (kernels/cpu/bf16_rounding.hpp) gives bf16_bits' bits
+// whether or not it uses the CPU's conversion: on every denormal of either sign (the inputs the
+// instruction flushes to zero), on every exponent with the fractions around a tie, at the
+// largest float, on NaNs and infinities, and with a denormal at every place of a block of 32 and
+// in the tail.
+TEST(Bf16Rounding, TheCpusConversionRoundsAsBf16Bits) {
+  RecordProperty("cpu_conversion", cpu::cpu_converts_bf16() ? "yes" : "no");
+  std::vector<std::uint32_t> inputs;
+  for (std::uint32_t sign : {0u, 0x80000000u}) {
+    for (std::uint32_t exponent = 0; exponent < 256; ++exponent) {
+      for (std::uint32_t fraction :
+           {0x0u, 0x1u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu, 0x10000u, 0x17FFFu, 0x18000u,
+            0x18001u, 0x3FFFFFu, 0x400000u, 0x7F7FFFu, 0x7F8000u, 0x7FFFFFu}) {
+        inputs.push_back(sign | exponent << 23 | fraction);
+      }
+    }
+  }
+  const std::vector<float> mixed = random_values(4096, 31, -10.0f, 10.0f);
+  for (std::size_t at = 0; at < mixed.size(); ++at) {
+    // A denormal at every place of the blocks of 32.
+    inputs.push_back(at % 37 == 0 ? 0x00012345u : std::bit_cast<std::uint32_t>(mixed[at]));
+  }
+  auto check = [](const std::vector<std::uint32_t>& bits, const char* what) {
+    SCOPED_TRACE(what);
+    std::vector<std::uint16_t> got(bits.size());
+    // Lengths that are no whole number of blocks: every call ends in a tail.
+    constexpr std::size_t kCall = 1000;
+    for (std::size_t at = 0; at < bits.size(); at += kCall) {
+      const std::size_t n = std::min(kCall, bits.size() - at);
+      cpu::round_to_bf16_bits(got.data() + at,
+                              reinterpret_cast<const float*>(bits.data()) + at,
+                              static_cast<std::int64_t>(n));
+    }
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      if (got[i] != bf16_bits(std::bit_cast<float>(bits[i])) && ++wrong <= 5) {
+        ADD_FAILURE() << std::hex << "input 0x" << bits[i] << ": 0x" << got[i] << ", want 0x"
+                      << bf16_bits(std::bit_cast<float>(bits[i]));
+      }
+    }
+    EXPECT_EQ(wrong, 0u);
+  };
+  check(inputs, "every exponent, ties, specials, denormals among normals");
+  std::vector<std::uint32_t> denormals;
+  denormals.reserve(std::size_t{2} << 23);
+  for (std::uint32_t sign : {0u, 0x80000000u}) {
+    for (std::uint32_t fraction = 1; fraction < (1u << 23); ++fraction) {
+      denormals.push_back(sign | fraction);
+    }
+  }
+  check(denormals, "every denormal");
 }
 
 // The conversions around bf16 reductions (--reduce-dtype bf16): to_bf16 rounds as bf16_bits,

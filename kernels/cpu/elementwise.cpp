@@ -1,6 +1,7 @@
 #include "kernels/activation_math.hpp"
 #include "kernels/bf16_math.hpp"
 #include "kernels/cpu/activation_dispatch.hpp"
+#include "kernels/cpu/bf16_rounding.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/parallel.hpp"
 #include "kernels/cpu/vector_isa.hpp"
@@ -45,7 +46,9 @@ void accumulate_typed(Stream, DType dtype, void* y, const void* x, std::int64_t 
 }
 
 void to_bf16(Stream, std::uint16_t* y, const float* x, std::int64_t n) {
-  parallel_for(n, [&](std::int64_t i) { y[i] = bf16_bits(x[i]); });
+  parallel_for_chunks(n, [&](std::int64_t i0, std::int64_t i1) {
+    round_to_bf16_bits(y + i0, x + i0, i1 - i0);
+  });
 }
 
 void from_bf16(Stream, GradMode mode, float* y, const std::uint16_t* x, std::int64_t n) {

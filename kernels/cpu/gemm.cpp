@@ -10,9 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/bf16_math.hpp"
+#include "kernels/cpu/bf16_rounding.hpp"
 #include "kernels/cpu/onednn.hpp"
-#include "kernels/cpu/vector_isa.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::cpu {
@@ -107,13 +106,7 @@ void pack_bf16(std::vector<std::uint16_t>& dst, const float* src, std::int64_t r
   std::uint16_t* out = dst.data();
   const bool wide = !omp_in_parallel() && rows * cols >= (1 << 16) && rows > 1;
 #pragma omp parallel for schedule(static) if (wide)
-  for (std::int64_t r = 0; r < rows; ++r) {
-    with_vector_isa([&] {
-      const float* __restrict in = src + r * ld;
-      std::uint16_t* __restrict o = out + r * cols;
-      for (std::int64_t c = 0; c < cols; ++c) o[c] = bf16_bits(in[c]);
-    });
-  }
+  for (std::int64_t r = 0; r < rows; ++r) round_to_bf16_bits(out + r * cols, src + r * ld, cols);
 }
 
 // C's m rows of n, ld apart, to or from a dense [m, n] buffer.

@@ -8,6 +8,7 @@
 #include "kernels/activation_math.hpp"
 #include "kernels/bf16_math.hpp"
 #include "kernels/cpu/activation_dispatch.hpp"
+#include "kernels/cpu/bf16_rounding.hpp"
 #include "kernels/cpu/column_sum.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/gemm.hpp"
@@ -99,21 +100,14 @@ void linear_backward_typed_at(Stream, Activation a, GradMode mode, float* dx, fl
             const float z = activation_needs_input(A) ? pr[c] : 0.0f;
             dp[c] = dyr[c] * act::derivative(A, z, yr[c]);
           }
-          if (g16 != nullptr) {
-            std::uint16_t* __restrict gr = g16 + o;
-            for (std::int64_t c = 0; c < out; ++c) gr[c] = bf16_bits(dp[c]);
-          }
         });
+        if (g16 != nullptr) round_to_bf16_bits(g16 + r * out, dpre + r * out, out);
       });
     });
     g = dpre;
   } else if (g16 != nullptr) {
     parallel_for_rows(rows, out, [&](std::int64_t r) {
-      with_vector_isa([&] {
-        const float* __restrict dyr = dy + r * out;
-        std::uint16_t* __restrict gr = g16 + r * out;
-        for (std::int64_t c = 0; c < out; ++c) gr[c] = bf16_bits(dyr[c]);
-      });
+      round_to_bf16_bits(g16 + r * out, dy + r * out, out);
     });
   }
   const Operand g_operand = g16 != nullptr ? Operand{g16, DType::BF16} : Operand{g};
