@@ -5,9 +5,10 @@
 # epoch from the rates of noeira's matrix products and of OpenBLAS's sgemm here
 # (benchmarks/bench_sgemm.cpp), and beside it the products and Adam's update together, each timed
 # alone (benchmarks/bench_optimizer.cpp: Adam, and a stream over the bytes it moves): what the
-# epoch cannot shed however small the rest of the step gets. PyTorch (whose products are OpenBLAS's sgemm) runs twice: as
-# shipped, and on the OpenBLAS kernels noeira picks (OPENBLAS_CORETYPE; they differ on a CPU
-# OpenBLAS 0.3.21 does not know, see kernels/cpu/blas_core.hpp): PyTorch at its best here.
+# epoch cannot shed however small the rest of the step gets. PyTorch (whose products are
+# OpenBLAS's sgemm) runs twice: as shipped, and on the OpenBLAS kernels noeira picks
+# (OPENBLAS_CORETYPE; they differ on a CPU OpenBLAS 0.3.21 does not know, see
+# kernels/cpu/blas_core.hpp): PyTorch at its best here.
 #
 #   benchmarks/compare_pytorch.sh [build-dir] [epochs] [threads]     (defaults: build 3 2)
 #   environment: REPEAT=1 rounds of (sgemm, noeira, PyTorch as shipped, PyTorch on noeira's
