@@ -6,6 +6,8 @@
 // checked by the bf16 case of tests/gpt_torch_check.py, whose reference rounds with PyTorch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -87,14 +89,14 @@ TEST(Bf16Rounding, TheCpusConversionRoundsAsBf16Bits) {
   }
   auto check = [](const std::vector<std::uint32_t>& bits, const char* what) {
     SCOPED_TRACE(what);
+    std::vector<float> values(bits.size());
+    for (std::size_t i = 0; i < bits.size(); ++i) values[i] = std::bit_cast<float>(bits[i]);
     std::vector<std::uint16_t> got(bits.size());
     // Lengths that are no whole number of blocks: every call ends in a tail.
     constexpr std::size_t kCall = 1000;
     for (std::size_t at = 0; at < bits.size(); at += kCall) {
       const std::size_t n = std::min(kCall, bits.size() - at);
-      cpu::round_to_bf16_bits(got.data() + at,
-                              reinterpret_cast<const float*>(bits.data()) + at,
-                              static_cast<std::int64_t>(n));
+      cpu::round_to_bf16_bits(got.data() + at, values.data() + at, static_cast<std::int64_t>(n));
     }
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < bits.size(); ++i) {
