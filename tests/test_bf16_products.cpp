@@ -18,6 +18,7 @@
 #include "kernels/bf16_math.hpp"
 #include "kernels/cpu/bf16_rounding.hpp"
 #include "kernels/cpu/gemm.hpp"
+#include "kernels/cpu/vector_isa.hpp"
 #include "kernels/kernel_table.hpp"
 
 namespace noeira {
@@ -69,7 +70,7 @@ TEST(Bf16Rounding, NearestEvenAndSpecialValues) {
 // whether or not it uses the CPU's conversion: on every denormal of either sign (the inputs the
 // instruction flushes to zero), on every exponent with the fractions around a tie, at the
 // largest float, on NaNs and infinities, and with a denormal at every place of a block of 32 and
-// in the tail.
+// in the tail; and so does the software rounding at every vector width.
 TEST(Bf16Rounding, TheCpusConversionRoundsAsBf16Bits) {
   RecordProperty("cpu_conversion", cpu::cpu_converts_bf16() ? "yes" : "no");
   std::vector<std::uint32_t> inputs;
@@ -107,7 +108,6 @@ TEST(Bf16Rounding, TheCpusConversionRoundsAsBf16Bits) {
     }
     EXPECT_EQ(wrong, 0u);
   };
-  check(inputs, "every exponent, ties, specials, denormals among normals");
   std::vector<std::uint32_t> denormals;
   denormals.reserve(std::size_t{2} << 23);
   for (std::uint32_t sign : {0u, 0x80000000u}) {
@@ -115,7 +115,16 @@ TEST(Bf16Rounding, TheCpusConversionRoundsAsBf16Bits) {
       denormals.push_back(sign | fraction);
     }
   }
-  check(denormals, "every denormal");
+  // Through the CPU's conversion where it has one, then in software at every narrower width.
+  const cpu::VectorIsa best = cpu::best_vector_isa();
+  for (cpu::VectorIsa isa : {cpu::VectorIsa::Avx512, cpu::VectorIsa::Avx2, cpu::VectorIsa::Sse2}) {
+    if (static_cast<int>(isa) > static_cast<int>(best)) continue;
+    SCOPED_TRACE(static_cast<int>(isa));
+    cpu::set_vector_isa(isa);
+    check(inputs, "every exponent, ties, specials, denormals among normals");
+    check(denormals, "every denormal");
+  }
+  cpu::set_vector_isa(best);
 }
 
 // The conversions around bf16 reductions (--reduce-dtype bf16): to_bf16 rounds as bf16_bits,

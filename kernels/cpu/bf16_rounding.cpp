@@ -54,7 +54,8 @@ bool cpu_converts_bf16() {
 }
 
 void round_to_bf16_bits(std::uint16_t* out, const float* in, std::int64_t n) {
-  if (cpu_converts_bf16()) {
+  // The instruction is AVX-512's: a narrower set_vector_isa() rounds in software, at its width.
+  if (cpu_converts_bf16() && vector_isa() == VectorIsa::Avx512) {
     round_with_the_cpu(out, in, n);
   } else {
     round_in_software(out, in, n);

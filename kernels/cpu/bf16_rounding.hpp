@@ -14,7 +14,7 @@ namespace noeira::cpu {
 
 void round_to_bf16_bits(std::uint16_t* out, const float* in, std::int64_t n);
 
-// Whether round_to_bf16_bits uses the CPU's conversion here.
+// Whether the CPU has the conversion (round_to_bf16_bits uses it while vector_isa() is AVX-512).
 bool cpu_converts_bf16();
 
 }  // namespace noeira::cpu
