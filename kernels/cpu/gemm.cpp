@@ -3,7 +3,6 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include <cstring>
 #include <map>
 #include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/bf16_rounding.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/onednn.hpp"
 #include "kernels/error.hpp"
 
@@ -109,14 +109,6 @@ void pack_bf16(std::vector<std::uint16_t>& dst, const float* src, std::int64_t r
   for (std::int64_t r = 0; r < rows; ++r) round_to_bf16_bits(out + r * cols, src + r * ld, cols);
 }
 
-// C's m rows of n, ld apart, to or from a dense [m, n] buffer.
-void copy_rows(float* dst, std::int64_t dst_ld, const float* src, std::int64_t src_ld,
-               std::int64_t m, std::int64_t n) {
-  for (std::int64_t r = 0; r < m; ++r) {
-    std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<std::size_t>(n) * sizeof(float));
-  }
-}
-
 // The product through a kept oneDNN matmul. Bf16: the operands are first rounded into this
 // thread's packed buffers (their rows contiguous), and a result whose rows are not contiguous
 // (attention's heads side by side in [batch, seq, heads · head_dim]) goes through this thread's
@@ -152,7 +144,7 @@ void onednn_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m
     if (t.c32.size() < dense) t.c32.resize(dense);
     c = t.c32.data();
     ldc = n;
-    if (beta != 0.0f) copy_rows(c, ldc, result, result_ld, m, n);
+    if (beta != 0.0f) copy_columns(nullptr, GradMode::Overwrite, c, ldc, result, result_ld, m, n);
   }
   const bool nested = omp_in_parallel();
   const ProductKey key{bf16, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta,
@@ -174,7 +166,7 @@ void onednn_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m
   p.scratch.set_data_handle(t.scratchpad.data());
   p.primitive.execute(t.stream, p.args);
   t.stream.wait();
-  if (staged) copy_rows(result, result_ld, c, ldc, m, n);
+  if (staged) copy_columns(nullptr, GradMode::Overwrite, result, result_ld, c, ldc, m, n);
 }
 
 }  // namespace
