@@ -1,8 +1,10 @@
 #pragma once
 // Deterministic column sums out[c] (= or +=) Σ_r term(r, c), for bias and norm-scale gradients.
 // Rows are cut into fixed chunks; each chunk is summed in row order by one thread per column,
-// then the chunk sums are added in chunk order, all in double (as the CPU's column sums). No
-// atomics: the result depends only on the data and the sizes, never on scheduling or the GPU.
+// then the chunk sums are added in chunk order, all in double. No atomics: the result depends
+// only on the data and the sizes, never on scheduling or the GPU. The CPU sums some of these
+// columns in another order or precision (a Linear's bias gradient: floats in row order), so the
+// two backends agree within fp32 rounding there, not to the bit.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // Softmax on CUDA, over the last dimension and over attention scores (a masked softmax over a
 // visible prefix of each row): one block per row, the row's max and sum as block reductions (the
 // sum in double, as on the CPU), so each row's result depends only on its data and length.
+#include "kernels/activation_math.hpp"
 #include "kernels/attention_math.hpp"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_kernels.hpp"
@@ -39,7 +40,8 @@ __global__ void softmax_forward_kernel(float* y, const float* x, std::int64_t co
   max = block_max(max);
   double total = 0.0;
   for (std::int64_t c = threadIdx.x; c < n; c += blockDim.x) {
-    const float e = expf(xr[c] - max);
+    // The CPU's flush: exactly 0 below e^-87.3 (the smallest normal float), not a denormal.
+    const float e = act::exp_nonpositive(xr[c] - max);
     yr[c] = e;
     total += e;
   }
