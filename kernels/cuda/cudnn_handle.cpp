@@ -1,28 +1,40 @@
 #include "kernels/cuda/cudnn_handle.hpp"
 
+#include <map>
+
 namespace noeira::cuda {
 
 namespace {
 
-struct ThreadHandle {
-  cudnnHandle_t handle = nullptr;
+// One handle per device: a handle is tied to the device current at its creation.
+struct ThreadHandles {
+  std::map<int, cudnnHandle_t> handles;
 
-  ThreadHandle() = default;
-  ThreadHandle(const ThreadHandle&) = delete;
-  ThreadHandle& operator=(const ThreadHandle&) = delete;
+  ThreadHandles() = default;
+  ThreadHandles(const ThreadHandles&) = delete;
+  ThreadHandles& operator=(const ThreadHandles&) = delete;
   // At thread exit, possibly after the CUDA runtime is gone: nothing thrown.
-  ~ThreadHandle() {
-    if (handle != nullptr) (void)cudnnDestroy(handle);
+  ~ThreadHandles() {
+    for (auto& [device, handle] : handles) (void)cudnnDestroy(handle);
   }
 };
 
 }  // namespace
 
 cudnnHandle_t cudnn_handle(Stream stream) {
-  thread_local ThreadHandle state;
-  if (state.handle == nullptr) CUDNN_CHECK(cudnnCreate(&state.handle));
-  CUDNN_CHECK(cudnnSetStream(state.handle, as_cuda(stream)));
-  return state.handle;
+  thread_local ThreadHandles state;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  auto [it, inserted] = state.handles.try_emplace(device, nullptr);
+  if (inserted) {
+    const cudnnStatus_t status = cudnnCreate(&it->second);
+    if (status != CUDNN_STATUS_SUCCESS) {
+      state.handles.erase(it);
+      CUDNN_CHECK(status);
+    }
+  }
+  CUDNN_CHECK(cudnnSetStream(it->second, as_cuda(stream)));
+  return it->second;
 }
 
 }  // namespace noeira::cuda

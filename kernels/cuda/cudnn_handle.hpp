@@ -1,7 +1,7 @@
 #pragma once
-// cuDNN state and its check macro: one handle per host thread (as the cuBLASLt handles in
-// handles.hpp, so that simulated ranks share no handle state), created on the device current at
-// first use, bound to the caller's stream on every call, destroyed when the thread exits.
+// cuDNN state and its check macro: one handle per host thread and device (as the cuBLASLt
+// handles in handles.hpp, so that simulated ranks share no handle state), created at first use
+// on that device, bound to the caller's stream on every call, destroyed when the thread exits.
 #include <cudnn.h>
 
 #include "kernels/cuda/check.hpp"

@@ -1,7 +1,8 @@
 #include "kernels/cuda/handles.hpp"
 
 #include <cstdio>
-#include <unordered_map>
+#include <map>
+#include <utility>
 
 #include "kernels/cuda/check.hpp"
 
@@ -9,25 +10,36 @@ namespace noeira::cuda {
 
 namespace {
 
+int current_device() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+// Frees a workspace; called at stream destruction and thread exit (possibly after the CUDA
+// runtime is gone at process exit): errors are reported, never thrown.
+void free_workspace(void* ptr) {
+  const cudaError_t status = cudaFree(ptr);
+  if (status != cudaSuccess && status != cudaErrorCudartUnloading) {
+    std::fprintf(stderr, "noeira: freeing a cuBLASLt workspace failed: %s\n",
+                 cudaGetErrorString(status));
+  }
+}
+
+// Keyed by device as well: a handle is tied to the device current at its creation (cuBLAS:
+// "one cuBLAS handle needs to be created for each device"), and the legacy default stream has
+// the same handle value on every device.
 struct ThreadState {
-  cublasLtHandle_t handle = nullptr;
-  std::unordered_map<cudaStream_t, void*> workspaces;
+  std::map<int, cublasLtHandle_t> handles;
+  std::map<std::pair<int, cudaStream_t>, void*> workspaces;
 
   ThreadState() = default;
   ThreadState(const ThreadState&) = delete;
   ThreadState& operator=(const ThreadState&) = delete;
 
-  // Runs at thread exit, possibly after the CUDA runtime is gone at process exit: errors are
-  // reported, never thrown.
   ~ThreadState() {
-    for (auto& [stream, ptr] : workspaces) {
-      const cudaError_t status = cudaFree(ptr);
-      if (status != cudaSuccess && status != cudaErrorCudartUnloading) {
-        std::fprintf(stderr, "noeira: freeing a cuBLASLt workspace failed: %s\n",
-                     cudaGetErrorString(status));
-      }
-    }
-    if (handle != nullptr) (void)cublasLtDestroy(handle);
+    for (auto& [key, ptr] : workspaces) free_workspace(ptr);
+    for (auto& [device, handle] : handles) (void)cublasLtDestroy(handle);
   }
 };
 
@@ -40,8 +52,16 @@ ThreadState& thread_state() {
 
 LtContext lt_context(Stream stream) {
   ThreadState& st = thread_state();
-  if (st.handle == nullptr) CUBLAS_CHECK(cublasLtCreate(&st.handle));
-  auto [it, inserted] = st.workspaces.try_emplace(as_cuda(stream), nullptr);
+  const int device = current_device();
+  auto [handle, new_handle] = st.handles.try_emplace(device, nullptr);
+  if (new_handle) {
+    const cublasStatus_t status = cublasLtCreate(&handle->second);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      st.handles.erase(handle);
+      CUBLAS_CHECK(status);
+    }
+  }
+  auto [it, inserted] = st.workspaces.try_emplace({device, as_cuda(stream)}, nullptr);
   if (inserted) {
     const cudaError_t status = cudaMalloc(&it->second, kLtWorkspaceBytes);
     if (status != cudaSuccess) {
@@ -52,7 +72,20 @@ LtContext lt_context(Stream stream) {
                                         cudaGetErrorString(status)));
     }
   }
-  return LtContext{st.handle, it->second, kLtWorkspaceBytes};
+  return LtContext{handle->second, it->second, kLtWorkspaceBytes};
+}
+
+void release_lt_workspace(Stream stream) {
+  ThreadState& st = thread_state();
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  const auto it = st.workspaces.find({device, as_cuda(stream)});
+  if (it == st.workspaces.end()) return;
+  free_workspace(it->second);
+  st.workspaces.erase(it);
 }
 
 }  // namespace noeira::cuda

@@ -1,5 +1,6 @@
 #pragma once
-// cuBLASLt state: one handle per host thread and one workspace per (thread, stream).
+// cuBLASLt state: one handle per (host thread, device) and one workspace per (thread, device,
+// stream).
 //
 // A user-owned workspace per stream is what keeps cublasLtMatmul bit-reproducible when several
 // streams run at once (cuBLAS "Results reproducibility"); one handle per thread avoids sharing
@@ -23,5 +24,10 @@ struct LtContext {
 };
 
 LtContext lt_context(Stream stream);
+
+// Frees this thread's workspace for `stream` on the current device, if it has one: called as
+// the stream is destroyed, so that a stream made per run (a simulated rank's) does not leave
+// 32 MiB behind on a thread that lives on (rank 0's is the caller's). Never throws.
+void release_lt_workspace(Stream stream);
 
 }  // namespace noeira::cuda

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/handles.hpp"
 
 namespace noeira::cuda {
 
@@ -62,6 +63,9 @@ Stream create_stream() {
 
 void destroy_stream(Stream stream) {
   if (stream == nullptr) return;
+  // The workspace this thread's matrix products used on the stream (kernels/cuda/handles.hpp).
+  // cudaFree waits for the device, so no product of the stream still uses it.
+  release_lt_workspace(stream);
   // Called from destructors: report, never throw.
   const cudaError_t status = cudaStreamDestroy(as_cuda(stream));
   if (status != cudaSuccess && status != cudaErrorCudartUnloading) {
