@@ -29,22 +29,22 @@ std::vector<const Bits*> exchange(ncclComm_t comm, cudaStream_t stream, int rank
   const Range mine = even_part(total, size, rank);
   std::vector<const Bits*> sources(static_cast<std::size_t>(size));
   sources[static_cast<std::size_t>(rank)] = send + mine.begin;
-  NCCL_CHECK(ncclGroupStart());
-  for (int q = 0; q < size; ++q) {
-    if (q == rank) continue;
-    Bits* slot = slots + static_cast<std::int64_t>(q - (q > rank ? 1 : 0)) * mine.size();
-    sources[static_cast<std::size_t>(q)] = slot;
-    const Range theirs = even_part(total, size, q);
-    if (!mine.empty()) {
-      NCCL_CHECK(ncclRecv(slot, static_cast<std::size_t>(mine.size()), ncclBfloat16, q, comm,
-                          stream));
+  in_nccl_group([&] {
+    for (int q = 0; q < size; ++q) {
+      if (q == rank) continue;
+      Bits* slot = slots + static_cast<std::int64_t>(q - (q > rank ? 1 : 0)) * mine.size();
+      sources[static_cast<std::size_t>(q)] = slot;
+      const Range theirs = even_part(total, size, q);
+      if (!mine.empty()) {
+        NCCL_CHECK(ncclRecv(slot, static_cast<std::size_t>(mine.size()), ncclBfloat16, q, comm,
+                            stream));
+      }
+      if (!theirs.empty()) {
+        NCCL_CHECK(ncclSend(send + theirs.begin, static_cast<std::size_t>(theirs.size()),
+                            ncclBfloat16, q, comm, stream));
+      }
     }
-    if (!theirs.empty()) {
-      NCCL_CHECK(ncclSend(send + theirs.begin, static_cast<std::size_t>(theirs.size()),
-                          ncclBfloat16, q, comm, stream));
-    }
-  }
-  NCCL_CHECK(ncclGroupEnd());
+  });
   return sources;
 }
 
@@ -105,20 +105,20 @@ void NcclBf16Sums::allreduce(const CollectiveCall& call, ncclComm_t comm, int ra
   fold(stream, buf + mine.begin, sources, reinterpret_cast<float*>(room + slot_bytes),
        mine.size());
   // Every rank's folded part to every rank.
-  NCCL_CHECK(ncclGroupStart());
-  for (int q = 0; q < size; ++q) {
-    if (q == rank) continue;
-    const Range theirs = even_part(total, size, q);
-    if (!theirs.empty()) {
-      NCCL_CHECK(ncclRecv(buf + theirs.begin, static_cast<std::size_t>(theirs.size()),
-                          ncclBfloat16, q, comm, stream));
+  in_nccl_group([&] {
+    for (int q = 0; q < size; ++q) {
+      if (q == rank) continue;
+      const Range theirs = even_part(total, size, q);
+      if (!theirs.empty()) {
+        NCCL_CHECK(ncclRecv(buf + theirs.begin, static_cast<std::size_t>(theirs.size()),
+                            ncclBfloat16, q, comm, stream));
+      }
+      if (!mine.empty()) {
+        NCCL_CHECK(ncclSend(buf + mine.begin, static_cast<std::size_t>(mine.size()),
+                            ncclBfloat16, q, comm, stream));
+      }
     }
-    if (!mine.empty()) {
-      NCCL_CHECK(ncclSend(buf + mine.begin, static_cast<std::size_t>(mine.size()), ncclBfloat16,
-                          q, comm, stream));
-    }
-  }
-  NCCL_CHECK(ncclGroupEnd());
+  });
 }
 
 }  // namespace noeira::dist

@@ -18,3 +18,22 @@ namespace noeira::dist {
       ::noeira::dist::nccl_fail(noeira_nccl_code_, #call, __FILE__, __LINE__); \
     }                                                                          \
   } while (0)
+
+namespace noeira::dist {
+
+// Posts NCCL calls as one group. The group is closed even when posting throws: a group left open
+// holds back every later NCCL call of this thread (nccl.h: nothing starts until ncclGroupEnd),
+// the communicator's abort and destroy at teardown among them.
+template <class Post>
+void in_nccl_group(Post&& post) {
+  NCCL_CHECK(ncclGroupStart());
+  try {
+    post();
+  } catch (...) {
+    (void)ncclGroupEnd();  // the first error is the one to report
+    throw;
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+}  // namespace noeira::dist

@@ -368,6 +368,9 @@ std::unique_ptr<ProcessGroup> make_nccl_process_group(const ProcessGroupOptions&
   if (!initialized) {
     throw Error("NCCL process group: MPI is not initialized (create an MpiRuntime first)");
   }
+  // ProcessGroup's own check, made before anything is created: thrown from its constructor it
+  // would leave the communicator, streams and side channel made below unreleased.
+  NOEIRA_CHECK(options.timeout > Milliseconds::zero(), "process group: timeout must be > 0");
   auto shared = std::make_shared<NcclShared>();
   shared->channel = std::make_shared<MpiSideChannel>(comm);
   shared->compute = cuda::as_cuda(compute_stream);

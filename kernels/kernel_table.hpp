@@ -208,6 +208,7 @@ struct KernelTable {
   void (*release)(void* ptr);
   void (*upload)(Stream, void* dst, const void* host_src, std::size_t bytes);
   void (*download)(Stream, void* host_dst, const void* src, std::size_t bytes);
+  // dst and src are the same range or do not overlap (cudaMemcpy's rule; the CPU would allow it).
   void (*copy)(Stream, void* dst, const void* src, std::size_t bytes);
   void (*synchronize)(Stream);
   // A stream of the caller's own, ordered with the target's default stream both ways (a CUDA

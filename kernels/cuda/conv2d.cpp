@@ -35,8 +35,14 @@ cudnnTensorDescriptor_t tensor_descriptor(std::int64_t n, std::int64_t c, std::i
                                           std::int64_t w) {
   cudnnTensorDescriptor_t d = nullptr;
   CUDNN_CHECK(cudnnCreateTensorDescriptor(&d));
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, as_cudnn_int(n),
-                                         as_cudnn_int(c), as_cudnn_int(h), as_cudnn_int(w)));
+  try {
+    CUDNN_CHECK(cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                           as_cudnn_int(n), as_cudnn_int(c), as_cudnn_int(h),
+                                           as_cudnn_int(w)));
+  } catch (...) {
+    (void)cudnnDestroyTensorDescriptor(d);
+    throw;
+  }
   return d;
 }
 
@@ -67,6 +73,20 @@ struct ConvPlan {
   std::size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
 
   ConvPlan(cudnnHandle_t handle, const ConvGeometry& g, bool tf32) {
+    // A constructor that throws runs no destructor: release what was made before rethrowing.
+    try {
+      build(handle, g, tf32);
+    } catch (...) {
+      release();
+      throw;
+    }
+  }
+  ~ConvPlan() { release(); }
+  ConvPlan(const ConvPlan&) = delete;
+  ConvPlan& operator=(const ConvPlan&) = delete;
+
+ private:
+  void build(cudnnHandle_t handle, const ConvGeometry& g, bool tf32) {
     x = tensor_descriptor(g.images, g.in_channels, g.in_height, g.in_width);
     y = tensor_descriptor(g.images, g.out_channels, g.out_height, g.out_width);
     out_bias = tensor_descriptor(1, g.out_channels, 1, 1);
@@ -86,7 +106,8 @@ struct ConvPlan {
     CUDNN_CHECK(cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     choose_algorithms(handle, tf32);
   }
-  ~ConvPlan() {
+
+  void release() {
     // Destroying host descriptors cannot fail in a way worth reporting at thread exit.
     for (cudnnTensorDescriptor_t d : {x, y, out_bias, in_bias}) {
       if (d != nullptr) (void)cudnnDestroyTensorDescriptor(d);
@@ -94,10 +115,7 @@ struct ConvPlan {
     if (w != nullptr) (void)cudnnDestroyFilterDescriptor(w);
     if (conv != nullptr) (void)cudnnDestroyConvolutionDescriptor(conv);
   }
-  ConvPlan(const ConvPlan&) = delete;
-  ConvPlan& operator=(const ConvPlan&) = delete;
 
- private:
   void choose_algorithms(cudnnHandle_t handle, bool tf32) {
     int count = 0;
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
