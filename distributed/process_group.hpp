@@ -9,7 +9,10 @@
 // in fp32 and round to bf16 once, at the end: element e of a bf16 sum is
 //   bf16( ((fp32(in_0[e]) + fp32(in_1[e])) + ...) + fp32(in_{N-1}[e]) )
 // on every backend (NCCL included), so a bf16 reduction loses no more than its inputs' and its
-// result's rounding, whatever N. Backends: MPI (real processes), simulated (threads in one process),
+// result's rounding, whatever N. That fold is in rank order on one node; on several, the MPI and
+// simulated backends add node by node (distributed/node_layout.hpp), while NCCL's group knows no
+// nodes and keeps the flat rank order, so across nodes its bf16 sums are not the MPI backend's
+// bits. Backends: MPI (real processes), simulated (threads in one process),
 // NCCL (real processes, device buffers: the spans hold device addresses). A group's buffers live
 // on one target (buffer_target()); small host values (loss sums, flags) go through
 // allreduce_host / all_gather_host (distributed/host_collectives.hpp), which stage them on the
