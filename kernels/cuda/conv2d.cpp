@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <unordered_map>
 
 #include "kernels/cuda/bf16_operand.hpp"
@@ -46,20 +47,44 @@ cudnnTensorDescriptor_t tensor_descriptor(std::int64_t n, std::int64_t c, std::i
   return d;
 }
 
-// The first deterministic algorithm cuDNN's heuristics rank, of the math the run allows.
+// The first deterministic algorithm cuDNN's heuristics rank, of the math the run allows, whose
+// workspace fits in the device's free memory: the heuristics do not weigh memory, and an FFT
+// algorithm may ask for more than there is, which would fail at every call instead of falling
+// back to the next candidate.
 template <class Perf>
-const Perf& pick_algorithm(const Perf* perf, int count, bool tf32, const char* direction) {
+const Perf& pick_algorithm(const Perf* perf, int count, bool tf32, std::size_t free_bytes,
+                           const char* direction) {
+  bool too_big = false;
   for (int i = 0; i < count; ++i) {
     const bool tensor_cores = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
                               perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
         (tf32 || !tensor_cores)) {
-      return perf[i];
+      if (perf[i].memory <= free_bytes) return perf[i];
+      too_big = true;
     }
   }
-  throw LibraryError(detail::concat("cuDNN offers no deterministic ", direction,
-                                    " algorithm for this convolution",
-                                    tf32 ? "" : " without TF32"));
+  throw LibraryError(detail::concat(
+      "cuDNN offers no deterministic ", direction, " algorithm for this convolution",
+      tf32 ? "" : " without TF32",
+      too_big ? detail::concat(" whose workspace fits in the ", free_bytes >> 20,
+                               " MiB of free device memory")
+              : std::string()));
+}
+
+// What a workspace can take: the device's free memory, and what the stream-ordered pool the
+// workspace comes from (kernels/cuda/scratch.hpp) holds without using it.
+std::size_t free_device_bytes() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  cudaMemPool_t pool = nullptr;
+  CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t reserved = 0, used = 0;
+  CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+  CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  return free_bytes + static_cast<std::size_t>(reserved > used ? reserved - used : 0);
 }
 
 struct ConvPlan {
@@ -117,23 +142,24 @@ struct ConvPlan {
   }
 
   void choose_algorithms(cudnnHandle_t handle, bool tf32) {
+    const std::size_t free_bytes = free_device_bytes();
     int count = 0;
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         handle, x, w, conv, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
-    forward_algo = pick_algorithm(fwd, count, tf32, "forward").algo;
+    forward_algo = pick_algorithm(fwd, count, tf32, free_bytes, "forward").algo;
     CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, forward_algo,
                                                         &forward_bytes));
     cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         handle, w, y, conv, x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
-    data_algo = pick_algorithm(data, count, tf32, "backward data").algo;
+    data_algo = pick_algorithm(data, count, tf32, free_bytes, "backward data").algo;
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, data_algo,
                                                              &data_bytes));
     cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle, x, y, conv, w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter));
-    filter_algo = pick_algorithm(filter, count, tf32, "backward filter").algo;
+    filter_algo = pick_algorithm(filter, count, tf32, free_bytes, "backward filter").algo;
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, filter_algo,
                                                                &filter_bytes));
   }
