@@ -34,6 +34,13 @@ budget_s=480
 started=$SECONDS
 failures=()
 fail() { echo "gpu_check: $*" >&2; failures+=("$*"); }
+# The logs, packed after every step into $OUT when the device tool runs the check (only files
+# under $OUT come back, and a command killed at its time limit prints no summary).
+save_logs() {
+  if [ -n "${OUT:-}" ] && compgen -G "$build/*.log" >/dev/null; then
+    (cd "$build" && tar czf "$OUT/gpu_check_logs.tgz" ./*.log) 2>/dev/null || true
+  fi
+}
 
 if ! command -v nvidia-smi >/dev/null; then
   echo "gpu_check: nvidia-smi not found: no NVIDIA driver on this machine" >&2
@@ -98,8 +105,11 @@ fi
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON \
       -DNOEIRA_BENCHMARKS=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
       ${deps_args[@]+"${deps_args[@]}"}
-cmake --build "$build" -j "$(nproc)" \
-      --target noeira_tests noeira bench_gpu_throughput dist_nccl_test
+if ! cmake --build "$build" -j "$(nproc)" \
+       --target noeira_tests noeira bench_gpu_throughput dist_nccl_test; then
+  echo "gpu_check: the build FAILED (above); nothing can run" >&2
+  exit 1
+fi
 build_s=$((SECONDS - build_start))
 
 # --- 1. the GPU tests ----------------------------------------------------------------------------
@@ -120,8 +130,11 @@ fi
 if [ -n "${DATA_DIR:-}" ]; then export NOEIRA_FASHION_MNIST_DIR=$DATA_DIR; fi
 log="$build/gpu_check.log"
 status=0
-"$build/tests/noeira_tests" --gtest_filter="$filter" --gtest_color=no 2>&1 | tee "$log" \
-  || status=$?
+# A hang ends here, not at the device's time limit, which would also lose the summary.
+timeout 300 "$build/tests/noeira_tests" --gtest_filter="$filter" --gtest_color=no 2>&1 \
+  | tee "$log" || status=$?
+save_logs
+if [ "$status" -eq 124 ]; then fail "GPU tests did not finish in 300 s; log in $log"; fi
 # "<name>: <reason>" of every skipped test: gtest prints "file:line: Skipped", then the reason,
 # then "[  SKIPPED ] Suite.Name (N ms)".
 skips=$(awk '/^\[ RUN      \]/ { reason = "" }
@@ -133,7 +146,7 @@ if [ -n "$unexpected" ]; then
   echo "gpu_check: GPU tests skipped (on a GPU machine a skip is a failure):" >&2
   while IFS= read -r line; do echo "  $line"; done <<<"$unexpected" >&2
   if grep -q 'no CUDA device' <<<"$unexpected"; then
-    echo "gpu_check: the CUDA runtime found no usable GPU" >&2
+    echo "gpu_check: CUDA is unavailable to noeira (why: the skip reasons above)" >&2
     exit 3
   fi
   fail "$(grep -c . <<<"$unexpected") GPU tests skipped; log in $log"
@@ -154,7 +167,9 @@ fi
 bench() {  # bench <label> [flags...]: runs it, keeps its output in $build/bench_<label>.log
   local label=$1 out="$build/bench_$1.log" status=0
   shift
-  "$build/benchmarks/bench_gpu_throughput" --device cuda "$@" 2>&1 | tee "$out" || status=$?
+  timeout 120 "$build/benchmarks/bench_gpu_throughput" --device cuda "$@" 2>&1 | tee "$out" \
+    || status=$?
+  save_logs
   if grep -q '^bench_gpu_throughput: skipped' "$out"; then
     fail "benchmark ($label) skipped: no usable GPU"
   elif [ "$status" -ne 0 ]; then
@@ -175,8 +190,9 @@ train() {  # train <label> [flags...]: one epoch of the mlp preset on the GPU
     return
   fi
   rm -rf "$build/runs/$label"
-  "$build/noeira" train --device cuda --epochs 1 ${data_flags[@]+"${data_flags[@]}"} \
+  timeout 120 "$build/noeira" train --device cuda --epochs 1 ${data_flags[@]+"${data_flags[@]}"} \
     --out "$build/runs/$label" "$@" 2>&1 | tee "$out" || status=$?
+  save_logs
   # "epoch 1/1  train loss 0.5  test loss 0.4  test acc 85.12%  123456 samples/s  epoch 0.49s ..."
   line=$(grep -E '^epoch 1/1 .*test acc' "$out" | tail -n 1 || true)
   if [ "$status" -ne 0 ] || [ -z "$line" ]; then
@@ -211,9 +227,10 @@ gpt() {  # gpt <label> [flags...]
     return
   fi
   rm -rf "$build/runs/gpt-$label"
-  "$build/noeira" train --device cuda --data text --data-dir "$text_dir" --model gpt-char \
-    --steps 300 --eval-every 150 --log-every 50 --out "$build/runs/gpt-$label" "$@" 2>&1 \
-    | tee "$out" || status=$?
+  timeout 180 "$build/noeira" train --device cuda --data text --data-dir "$text_dir" \
+    --model gpt-char --steps 300 --eval-every 150 --log-every 50 --out "$build/runs/gpt-$label" \
+    "$@" 2>&1 | tee "$out" || status=$?
+  save_logs
   # "eval 2/2  train loss 2.1  val loss 2.0  54321 tokens/s  train 4.2s  elapsed 5.0s"
   line=$(grep -E '^eval 2/2 .*val loss' "$out" | tail -n 1 || true)
   if [ "$status" -ne 0 ] || [ -z "$line" ]; then
@@ -229,7 +246,7 @@ gpt() {  # gpt <label> [flags...]
   if ! awk -v l="$loss" 'BEGIN { exit !(l <= 3.0) }'; then
     fail "GPT ($label): validation loss $loss after 300 steps, expected <= 3.0"
   fi
-  text=$("$build/noeira" generate --device cuda --params "$build/runs/gpt-$label/model.h5" \
+  text=$(timeout 60 "$build/noeira" generate --device cuda --params "$build/runs/gpt-$label/model.h5" \
            --prompt "The " --tokens 80 --seed 1 2>&1) || fail "generate ($label) FAILED: $text"
   echo "generated: $text"
 }
@@ -237,13 +254,18 @@ gpt 1-rank
 
 # --- 4. the NCCL process group -------------------------------------------------------------------
 nccl_status=0
-BUILD_DIR="$build" bash benchmarks/nccl_check.sh || nccl_status=$?
+BUILD_DIR="$build" bash benchmarks/nccl_check.sh 2>&1 | tee "$build/nccl_check_run.log" \
+  || nccl_status=$?
+save_logs
 if [ "$nccl_status" -ne 0 ]; then fail "NCCL check FAILED (exit $nccl_status)"; fi
+nccl_result=$(grep -E '^nccl_check: NCCL tests passed' "$build/nccl_check_run.log" | tail -n 1 \
+              | sed 's/^nccl_check: NCCL tests //' || true)
 
 # --- summary -------------------------------------------------------------------------------------
 total_s=$((SECONDS - started))
 bench_lines() {  # the per-model figures of one benchmark log, indented
-  if [ -f "$1" ]; then grep -A2 -E '^mlp' "$1" | sed 's/^/    /'; fi
+  # A failed or skipped benchmark has no such lines: say nothing rather than end the summary.
+  if [ -f "$1" ]; then grep -A2 -E '^mlp' "$1" | sed 's/^/    /' || true; fi
 }
 echo
 echo "===================================== gpu_check summary ====================================="
@@ -263,7 +285,8 @@ echo "train mlp, Fashion-MNIST, 1 epoch, 2 sim ranks zero3: ${train_summary[zero
 echo "train mlp, 2 sim ranks zero2, bf16 reductions:        ${train_summary[zero2-bf16-wire]}"
 echo "train mlp, 2 sim ranks ddp, bf16 grads and products:  ${train_summary[ddp-bf16-grads]}"
 echo "train gpt-char, fortunes, 300 steps, 1 rank:         $gpt_summary"
-echo "NCCL tests:   $([ "$nccl_status" -eq 0 ] && echo passed || echo "FAILED (exit $nccl_status)")"
+echo "NCCL tests:   $([ "$nccl_status" -eq 0 ] && echo "${nccl_result:-passed}" \
+                      || echo "FAILED (exit $nccl_status)")"
 if [ "$total_s" -gt "$budget_s" ]; then
   echo "time:         ${total_s} s: OVER the ${budget_s} s budget"
 else

@@ -25,8 +25,11 @@ triplet=x86_64-linux-gnu
 
 roots=(
   openmpi-bin libopenmpi-dev           # mpicc, mpicxx, mpiexec, libmpi
-  libhdf5-openmpi-dev hdf5-tools       # parallel HDF5 (h5pcc); h5diff for the MPI CLI test
+  libhdf5-openmpi-dev                  # parallel HDF5 (h5pcc); not hdf5-tools: h5diff is for
+                                       # ctest's CLI tests, which gpu_check.sh does not run
   libopenblas-openmp-dev               # the OpenMP build of OpenBLAS that CMakeLists.txt requires
+  libdnnl-dev ocl-icd-opencl-dev       # oneDNN (the CPU's products); its CMake package requires
+                                       # OpenCL (Debian builds its GPU runtime on it)
   zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   dataset-fashion-mnist
   fortunes                             # the default text corpus of the GPT runs
@@ -52,7 +55,7 @@ skip=(
   # Pulled in by -dev packages for what noeira never uses (X11, JPEG, Fortran HDF5, autotools,
   # hwloc's PCI/OpenCL plugins, GoogleTest's sources) or headers that ours do not include.
   'lib(x11|xcb|xau|xdmcp|xext|xnvctrl|js-|edit|xml2|icu|jansson|jpeg|pciaccess|ltdl).*'
-  'lib(newt|slang|textwrap|debian-installer).*' 'ocl-icd.*' 'autoconf' 'automake'
+  'lib(newt|slang|textwrap|debian-installer).*' 'autoconf' 'automake'
   'autotools-dev' 'm4' 'googletest' 'libhwloc-plugins' 'libhdf5-openmpi-(hl-)?fortran.*'
   'lib(hwloc|event|pmix|ibverbs|numa)-dev' 'libnl-.*-dev'
   # Open MPI's InfiniBand, Omni-Path and libfabric transports: one node needs only shared memory
@@ -303,15 +306,16 @@ export NOEIRA_CMAKE_ARGS="-DMPI_C_COMPILER=$usr/bin/mpicc -DMPI_CXX_COMPILER=$us
 -DMPIEXEC_EXECUTABLE=$usr/bin/mpiexec -DHDF5_ROOT=$usr -DHDF5_C_COMPILER_EXECUTABLE=$usr/bin/h5pcc \
 -DOpenBLAS_DIR=$lib/openblas-openmp/cmake/openblas -DZLIB_ROOT=$usr -DGTest_DIR=$lib/cmake/GTest \
 -Dbenchmark_DIR=$lib/cmake/benchmark -DCLI11_DIR=$usr/share/cmake/CLI11 \
--Dnlohmann_json_DIR=$usr/share/cmake/nlohmann_json"
+-Dnlohmann_json_DIR=$usr/share/cmake/nlohmann_json -Ddnnl_DIR=$lib/cmake/dnnl \
+-DOpenCL_INCLUDE_DIR=$usr/include -DOpenCL_LIBRARY=$lib/libOpenCL.so"
 EOF
   echo "gpu_deps: unpacked $n packages into $prefix; wrote ${deps_dir#"$repo"/}/env.sh"
 
   # What the machine lacks shows here, not as a link or load error halfway through the build.
   local missing f
-  missing=$(for f in "$usr/bin/orterun" "$usr/bin/orted" "$usr/bin/h5diff" \
+  missing=$(for f in "$usr/bin/orterun" "$usr/bin/orted" \
                      "$lib/libhdf5_openmpi.so.103" "$lib/libmpi_cxx.so.40" \
-                     "$lib/openblas-openmp/libopenblas.so.0"; do
+                     "$lib/openblas-openmp/libopenblas.so.0" "$lib/libdnnl.so.2"; do
               LD_LIBRARY_PATH=$ld_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ldd "$f" 2>&1 || true
             done | awk '/=> not found/ { print $1 }
                         /error while loading shared libraries: / {
