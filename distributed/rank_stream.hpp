@@ -17,7 +17,9 @@ class RankStream {
                                                                         : nullptr) {}
   ~RankStream() {
     if (stream_ == nullptr) return;
-    // The stream's work may still run; its buffers die after this object (declared earlier).
+    // The stream's work may still run: it ends before the stream does. (The rank's buffers, made
+    // after this object, are freed before it: cudaFree waits for the device, so that is safe
+    // too, and a stream-ordered or caching allocator would have to keep it so.)
     try {
       k_.synchronize(stream_);
     } catch (...) {

@@ -73,7 +73,16 @@ class SimWorld {
     mine->out[static_cast<std::size_t>(rank)] = static_cast<char*>(call.out.data);
     if (++mine->arrivals == ranks_) {
       // Under the lock: an abort cannot interleave with the writes into the ranks' buffers.
-      perform(*mine);
+      try {
+        perform(*mine);
+      } catch (const std::exception& e) {
+        // The peers sleep on this slot: fail them now, naming the cause, not at the watchdog's
+        // timeout (a rank that catches this error and goes on would leave them there).
+        abort_locked(detail::concat("simulated world aborted: collective #", call.seq,
+                                    " failed on rank ", rank, ": ", e.what()),
+                     rank);
+        throw;
+      }
       mine->done = true;
       slots_.erase(call.seq);
       cv_.notify_all();
@@ -208,7 +217,9 @@ class SimWorld {
   float* scratch_words(std::int64_t words) {
     const auto bytes = static_cast<std::size_t>(words) * sizeof(float);
     if (scratch_bytes_ < bytes) {
+      // The old buffer goes first (a lower peak); if the new one cannot be had, none is held.
       scratch_.reset();
+      scratch_bytes_ = 0;
       scratch_ = {static_cast<float*>(k_.allocate(bytes)), ScratchRelease{&k_}};
       scratch_bytes_ = bytes;
     }

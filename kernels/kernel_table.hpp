@@ -474,8 +474,7 @@ struct KernelTable {
 };
 
 // The table for a target, its matrix products at `precision`. Asking for Cuda in a build without
-// CUDA, or on a machine whose CUDA runtime finds no device, throws an error that says so; so does
-// Bf16 on Cuda, which has no bf16 products yet.
+// CUDA, or on a machine whose CUDA runtime finds no device, throws an error that says so.
 const KernelTable& kernels_for(Target target, Precision precision = Precision::Fp32);
 
 // True when this build has the CUDA kernels, their plugin loads (kernels/cuda_plugin.hpp) and a

@@ -7,6 +7,13 @@
 #include "kernels/cuda/cuda_kernels.hpp"
 #include "kernels/cuda/handles.hpp"
 
+// The simulated ranks' streams are ordered with the legacy default stream, on which the simulated
+// world's collectives, uploads and downloads run (distributed/rank_stream.hpp): a per-thread
+// default stream would remove that ordering without a word.
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#error "noeira's CUDA plugin relies on the legacy default stream: build without per-thread streams"
+#endif
+
 namespace noeira::cuda {
 
 void* allocate(std::size_t bytes) {

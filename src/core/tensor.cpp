@@ -104,16 +104,28 @@ void Storage::count_and_zero() {
     if (live > account_->peak[i]) account_->peak[i] = live;
     // Zero through the target's own fill so device memory never needs a host staging buffer.
     static_assert(sizeof(float) == 4);
-    if (bytes_ % sizeof(float) == 0) {
-      kernels_for(target_).fill(nullptr, static_cast<float*>(data_), 0.0f,
-                                static_cast<std::int64_t>(bytes_ / sizeof(float)));
-    } else {
-      std::vector<char> zeros(bytes_, 0);
-      kernels_for(target_).upload(nullptr, data_, zeros.data(), bytes_);
+    try {
+      if (bytes_ % sizeof(float) == 0) {
+        kernels_for(target_).fill(nullptr, static_cast<float*>(data_), 0.0f,
+                                  static_cast<std::int64_t>(bytes_ / sizeof(float)));
+      } else {
+        std::vector<char> zeros(bytes_, 0);
+        kernels_for(target_).upload(nullptr, data_, zeros.data(), bytes_);
+      }
+    } catch (...) {
+      // The constructor throws, so no destructor will: undo what it would (a device's fill can
+      // fail; the CPU's cannot).
+      account_->live[i] -= static_cast<std::int64_t>(bytes_);
+      if (kind_ != Kind::Adopted) kernels_for(target_).release(data_);
+      throw;
     }
   }
 }
 
+// Not stream-ordered: a device's release (cudaFree) waits for the whole device, which is what
+// makes freeing a buffer safe while some stream's kernels may still read it (a rank's buffers
+// after its last step, an epoch's order, a regrown staging buffer). A stream-ordered or caching
+// allocator would have to order those frees itself.
 Storage::~Storage() {
   if (data_ != nullptr && kind_ != Kind::Adopted) kernels_for(target_).release(data_);
   if (account_) account_->live[target_index(target_)] -= static_cast<std::int64_t>(bytes_);
