@@ -24,6 +24,9 @@ using testing::Tol;
 
 // Sums of up to a few hundred products, in cuDNN's order.
 constexpr Tol kConv{1e-4, 1e-4};
+// A resnet stage's filter gradients sum ~4,000 products of values in [-1, 1] (twice, the second
+// vjp accumulating): partial sums of tens, whose fp32 roundings in two orders differ by ~5e-5.
+constexpr Tol kLongConvSums{1e-3, 1e-4};
 
 // A forward, a vjp (Overwrite), then a second vjp under Accumulate on top.
 template <class M>
@@ -44,16 +47,17 @@ Outputs conv_step(Target t, std::int64_t rows) {
 }
 
 template <class M>
-void check_both_targets(std::int64_t rows) {
+void check_both_targets(std::int64_t rows, Tol tol = kConv) {
   SCOPED_TRACE("rows " + std::to_string(rows));
-  expect_same_on_both([&](Target t) { return conv_step<M>(t, rows); }, kConv);
+  expect_same_on_both([&](Target t) { return conv_step<M>(t, rows); }, tol);
   // Deterministic on the GPU: the same bits twice.
   EXPECT_EQ(conv_step<M>(Target::Cuda, rows), conv_step<M>(Target::Cuda, rows));
 }
 
 TEST(CudaConv, Conv2DMatchesCpu) {
   NOEIRA_REQUIRE_GPU();
-  check_both_targets<Conv2D<ConvSpec{{16, 32, 32}, 16, 3, 1, 1, 1, 1, false}>>(4);  // resnet stage
+  check_both_targets<Conv2D<ConvSpec{{16, 32, 32}, 16, 3, 1, 1, 1, 1, false}>>(  // resnet stage
+      4, kLongConvSums);
   check_both_targets<Conv2D<ConvSpec{{3, 9, 7}, 5, 3, 2, 2, 2}>>(3);
   check_both_targets<Conv2D<ConvSpec{{4, 6, 7}, 6, 3, 1, 0, 1, 2}>>(1);  // groups
   check_both_targets<Conv2D<ConvSpec{{8, 5, 5}, 4, 1}>>(5);              // pointwise
