@@ -46,8 +46,6 @@ if [ "$gpus" -ge 2 ]; then
   echo "$out" | tee -a "$log"
   grep -q 'watchdog: allreduce #2 timed out after 1.0 s; ranks not arrived: 1' <<<"$out" \
     || { echo "nccl_check: the NCCL watchdog did not report rank 1" >&2; exit 1; }
-fi
-if [ "$gpus" -ge 2 ]; then
   echo "nccl_check: NCCL tests passed on $gpus GPU(s), sm_$arch"
 else
   echo "nccl_check: NCCL tests passed on 1 rank only (one GPU: no traffic between GPUs, no" \

@@ -2,11 +2,13 @@
 
 #include <map>
 
+#include "kernels/cuda/per_device.hpp"
+
 namespace noeira::cuda {
 
 namespace {
 
-// One handle per device: a handle is tied to the device current at its creation.
+// One handle per device (per_device.hpp).
 struct ThreadHandles {
   std::map<int, cudnnHandle_t> handles;
 
@@ -23,18 +25,10 @@ struct ThreadHandles {
 
 cudnnHandle_t cudnn_handle(Stream stream) {
   thread_local ThreadHandles state;
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  auto [it, inserted] = state.handles.try_emplace(device, nullptr);
-  if (inserted) {
-    const cudnnStatus_t status = cudnnCreate(&it->second);
-    if (status != CUDNN_STATUS_SUCCESS) {
-      state.handles.erase(it);
-      CUDNN_CHECK(status);
-    }
-  }
-  CUDNN_CHECK(cudnnSetStream(it->second, as_cuda(stream)));
-  return it->second;
+  const cudnnHandle_t handle = handle_for(state.handles, current_device(),
+                                          [](cudnnHandle_t* h) { CUDNN_CHECK(cudnnCreate(h)); });
+  CUDNN_CHECK(cudnnSetStream(handle, as_cuda(stream)));
+  return handle;
 }
 
 }  // namespace noeira::cuda

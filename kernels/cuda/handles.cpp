@@ -5,16 +5,11 @@
 #include <utility>
 
 #include "kernels/cuda/check.hpp"
+#include "kernels/cuda/per_device.hpp"
 
 namespace noeira::cuda {
 
 namespace {
-
-int current_device() {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  return device;
-}
 
 // Frees a workspace; called at stream destruction and thread exit (possibly after the CUDA
 // runtime is gone at process exit): errors are reported, never thrown.
@@ -26,9 +21,8 @@ void free_workspace(void* ptr) {
   }
 }
 
-// Keyed by device as well: a handle is tied to the device current at its creation (cuBLAS:
-// "one cuBLAS handle needs to be created for each device"), and the legacy default stream has
-// the same handle value on every device.
+// Keyed by device as well: a handle is tied to its device (per_device.hpp), and the legacy
+// default stream has the same handle value on every device.
 struct ThreadState {
   std::map<int, cublasLtHandle_t> handles;
   std::map<std::pair<int, cudaStream_t>, void*> workspaces;
@@ -53,14 +47,8 @@ ThreadState& thread_state() {
 LtContext lt_context(Stream stream) {
   ThreadState& st = thread_state();
   const int device = current_device();
-  auto [handle, new_handle] = st.handles.try_emplace(device, nullptr);
-  if (new_handle) {
-    const cublasStatus_t status = cublasLtCreate(&handle->second);
-    if (status != CUBLAS_STATUS_SUCCESS) {
-      st.handles.erase(handle);
-      CUBLAS_CHECK(status);
-    }
-  }
+  const cublasLtHandle_t handle = handle_for(
+      st.handles, device, [](cublasLtHandle_t* h) { CUBLAS_CHECK(cublasLtCreate(h)); });
   auto [it, inserted] = st.workspaces.try_emplace({device, as_cuda(stream)}, nullptr);
   if (inserted) {
     const cudaError_t status = cudaMalloc(&it->second, kLtWorkspaceBytes);
@@ -72,7 +60,7 @@ LtContext lt_context(Stream stream) {
                                         cudaGetErrorString(status)));
     }
   }
-  return LtContext{handle->second, it->second, kLtWorkspaceBytes};
+  return LtContext{handle, it->second, kLtWorkspaceBytes};
 }
 
 void release_lt_workspace(Stream stream) {
