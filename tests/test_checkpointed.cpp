@@ -75,10 +75,12 @@ std::vector<float> walk_buffers(M& model) {
   return out;
 }
 
-// A training step: forward, the gradient of Σ y·w for fixed weights w, vjp.
+// A training step: forward, the gradient of Σ y·w for fixed weights w, vjp. moved_context: the
+// vjp's context has moved on from the forward's (another seed, step and first row), as a
+// caller's may have.
 template <class M>
 Pass step(M& model, const Tensor& x, ScratchArena* arena, std::uint64_t step_index,
-          bool shared_vjp_buffers = true) {
+          bool shared_vjp_buffers = true, bool moved_context = false) {
   Context ctx = Context::for_target(x.target());
   ctx.shared_vjp_buffers = shared_vjp_buffers;
   ctx.seed = 11;
@@ -91,6 +93,11 @@ Pass step(M& model, const Tensor& x, ScratchArena* arena, std::uint64_t step_ind
   const Tensor w = Tensor::from_host(
       y.shape(), testing::random_values(static_cast<std::size_t>(y.numel()), 5 + step_index),
       x.target());
+  if (moved_context) {
+    ctx.seed += 1;
+    ctx.step += 5;
+    ctx.row_offset += 37;
+  }
   const bool ids = x.dtype() == DType::I32;
   const Tensor& dx = model.vjp(ctx, w, ids ? InputGrad::Skip : InputGrad::Compute);
   if (!ids) pass.input_grad = dx.to_vector();
@@ -144,6 +151,17 @@ void expect_checkpointing_changes_no_bit(const std::vector<std::int64_t>& batche
 
 TEST(Checkpointed, DropoutBatchNormAndNestedBlocksChangeNoBit) {
   expect_checkpointing_changes_no_bit<DropoutNet>({5, 9, 3});
+}
+
+// The recomputation draws the forward's dropout masks and takes its rows whatever the vjp's
+// context says, as a plain model's leaves keep their forward's keys.
+TEST(Checkpointed, RecomputationTakesTheForwardsContext) {
+  DropoutNet plain(kInit);
+  DropoutNet checkpointed(kInit);
+  ScratchArena arena;
+  const Tensor x = model_input<DropoutNet>(5, 1, Target::Cpu);
+  expect_same(step(plain, x, nullptr, 2, true, true), step(checkpointed, x, &arena, 2, true, true),
+              "a vjp in a moved context");
 }
 
 TEST(Checkpointed, GptChangesNoBit) { expect_checkpointing_changes_no_bit<SmallGpt>({2, 3, 1}); }
