@@ -22,6 +22,8 @@ TEST(NodeLayout, NodesAreNumberedByTheirLowestRank) {
   EXPECT_EQ(layout.node_of(3), 1);
   EXPECT_EQ(layout.block_size(), 0) << "not consecutive ranks";
   EXPECT_EQ(layout.describe(), "3 nodes of 2, 2 and 1 ranks");
+  // Nodes of equal size, but dealt round-robin (mpirun --map-by node): not blocks either.
+  EXPECT_EQ(NodeLayout({0, 1, 0, 1}).block_size(), 0) << "ranks dealt round-robin";
 }
 
 TEST(NodeLayout, BlocksOfConsecutiveRanks) {
