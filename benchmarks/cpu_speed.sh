@@ -29,7 +29,10 @@ repeat=${REPEAT:-2}
 data_dir=${DATA_DIR:-/usr/share/datasets/fashion-mnist}
 noeira=$build/noeira
 [[ -x $noeira ]] || { echo "cpu_speed: $noeira not built (cmake --build $build)" >&2; exit 1; }
-[[ -x /usr/bin/time ]] || { echo "cpu_speed: /usr/bin/time not found (apt-get install time)" >&2; exit 1; }
+[[ -x /usr/bin/time ]] || {
+  echo "cpu_speed: /usr/bin/time not found (apt-get install time)" >&2
+  exit 1
+}
 mkdir -p "$logs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated
 # noeira picks OpenBLAS's kernels from the CPU; a value a shell sets would hold PyTorch back.

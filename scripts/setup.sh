@@ -4,7 +4,8 @@
 set -euo pipefail
 
 # ocl-icd-opencl-dev: oneDNN's CMake package finds OpenCL (its GPU runtime) or fails; libdnnl-dev
-# only recommends it, and recommends are not installed here.
+# only recommends it, and recommends are not installed here. time: /usr/bin/time -v, the peak
+# resident memory benchmarks/cpu_speed.sh reports.
 packages=(
   build-essential cmake ninja-build pkg-config git
   openmpi-bin libopenmpi-dev
@@ -13,7 +14,7 @@ packages=(
   zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
-  dataset-fashion-mnist fortunes
+  dataset-fashion-mnist fortunes time
   python3-torch python3-torchvision python3-h5py python3-numpy python3-matplotlib
   slurmctld slurmd slurm-client munge
 )
