@@ -115,8 +115,7 @@ void Storage::count_and_zero() {
     } catch (...) {
       // The constructor throws, so no destructor will: undo what it would (a device's fill can
       // fail; the CPU's cannot).
-      account_->live[i] -= static_cast<std::int64_t>(bytes_);
-      if (kind_ != Kind::Adopted) kernels_for(target_).release(data_);
+      release_and_uncount();
       throw;
     }
   }
@@ -126,7 +125,9 @@ void Storage::count_and_zero() {
 // makes freeing a buffer safe while some stream's kernels may still read it (a rank's buffers
 // after its last step, an epoch's order, a regrown staging buffer). A stream-ordered or caching
 // allocator would have to order those frees itself.
-Storage::~Storage() {
+Storage::~Storage() { release_and_uncount(); }
+
+void Storage::release_and_uncount() noexcept {
   if (data_ != nullptr && kind_ != Kind::Adopted) kernels_for(target_).release(data_);
   if (account_) account_->live[target_index(target_)] -= static_cast<std::int64_t>(bytes_);
 }

@@ -63,6 +63,9 @@ class Storage {
   std::shared_ptr<void> adopted_;                 // Adopted: the memory's owner
 
   void count_and_zero();
+  // Frees owned memory and takes its bytes off the account: the destructor's work, and a failed
+  // constructor's.
+  void release_and_uncount() noexcept;
 };
 
 class Tensor {
