@@ -246,8 +246,9 @@ gpt() {  # gpt <label> [flags...]
   if ! awk -v l="$loss" 'BEGIN { exit !(l <= 3.0) }'; then
     fail "GPT ($label): validation loss $loss after 300 steps, expected <= 3.0"
   fi
-  text=$(timeout 60 "$build/noeira" generate --device cuda --params "$build/runs/gpt-$label/model.h5" \
-           --prompt "The " --tokens 80 --seed 1 2>&1) || fail "generate ($label) FAILED: $text"
+  text=$(timeout 60 "$build/noeira" generate --device cuda \
+           --params "$build/runs/gpt-$label/model.h5" --prompt "The " --tokens 80 --seed 1 2>&1) \
+    || fail "generate ($label) FAILED: $text"
   echo "generated: $text"
 }
 gpt 1-rank

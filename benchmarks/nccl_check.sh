@@ -33,8 +33,8 @@ log="$build/nccl_check.log"
 : > "$log"
 run() {  # run <ranks>: the DistNccl suite on <ranks> ranks; fails on a failure or a skip
   local status=0
-  timeout 240 mpiexec -n "$1" "$build/tests/dist_nccl_test" --gtest_filter='DistNccl.*' --gtest_color=no \
-    2>&1 | tee -a "$log" || status=$?
+  timeout 240 mpiexec -n "$1" "$build/tests/dist_nccl_test" --gtest_filter='DistNccl.*' \
+    --gtest_color=no 2>&1 | tee -a "$log" || status=$?
   if grep -q '^\[  SKIPPED \]' "$log"; then echo "nccl_check: skipped at $1 rank(s)" >&2; exit 3; fi
   [ "$status" -eq 0 ] || { echo "nccl_check: FAILED at $1 rank(s); log in $log" >&2; exit 1; }
 }

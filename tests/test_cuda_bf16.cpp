@@ -64,8 +64,6 @@ TEST(CudaBf16, LinearForwardAndBackwardMatchTheCpu) {
   constexpr std::int64_t rows = 37, in = 72, out = 40;
   // GELU keeps its pre-activation (the fused epilogue's aux output on the GPU); the backward
   // accumulates dw onto a random start, with the bias gradient from the unrounded gradient.
-  // cuBLASLt's GELU epilogue may use a hardware tanh approximation: CudaVsCpu's Linear tests'
-  // looser tolerance for GELU.
   expect_bf16_on_the_gpu([&](const KernelTable& k, Target t) {
     const Tensor x = random_on(t, {rows, in}, 1), w = random_on(t, {out, in}, 2),
                  b = random_on(t, {out}, 3), dy = random_on(t, {rows, out}, 4);
@@ -80,7 +78,7 @@ TEST(CudaBf16, LinearForwardAndBackwardMatchTheCpu) {
     k.synchronize(nullptr);
     return Outputs{{"y", y.to_vector()},   {"pre", pre.to_vector()}, {"dx", dx.to_vector()},
                    {"dw", dw.to_vector()}, {"db", db.to_vector()}};
-  }, testing::Tol{1e-3, 1e-3});
+  }, testing::kGeluEpilogue);
 }
 
 TEST(CudaBf16, BatchedMatmulEveryTransposeMatchesTheCpu) {

@@ -96,9 +96,7 @@ TEST(CudaModule, VitMatchesTheCpu) {
         });
         return out;
       },
-      // Its MLPs' GELU may run in cuBLASLt's epilogue, whose tanh may be the hardware's
-      // approximation (CudaVsCpu's Linear tests allow the same).
-      testing::Tol{1e-3, 1e-3});
+      testing::kGeluEpilogue);  // its MLPs' GELU
 }
 
 }  // namespace
