@@ -6,11 +6,13 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <system_error>
 
 #include "io/file_kind.hpp"
+#include "io/json_text.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::io {
@@ -48,6 +50,13 @@ constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 60;
   throw InputError(detail::concat(file.string(), ": ", what));
 }
 
+// A name from the header as an error message shows it: a header may hold a name of a megabyte,
+// and an error stays one readable line.
+std::string shown_name(const std::string& name) {
+  constexpr std::size_t kShown = 96;
+  return name.size() > kShown ? name.substr(0, kShown) + "..." : name;
+}
+
 // IEEE half to float, exactly (every half is a float).
 float half_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
@@ -76,7 +85,7 @@ void widen(const std::vector<unsigned char>& bytes, std::vector<float>& out) {
 // entries against each other and the data section.
 StEntry parse_entry(const std::filesystem::path& file, const std::string& name,
                     const nlohmann::json& spec) {
-  const std::string tensor = detail::concat("tensor '", name, "'");
+  const std::string tensor = detail::concat("tensor '", shown_name(name), "'");
   if (!spec.is_object()) fail(file, tensor + ": not a JSON object");
   for (const char* key : {"dtype", "shape", "data_offsets"}) {
     if (!spec.contains(key)) fail(file, detail::concat(tensor, ": no \"", key, "\""));
@@ -89,7 +98,7 @@ StEntry parse_entry(const std::filesystem::path& file, const std::string& name,
   const auto known = std::find_if(std::begin(kDtypes), std::end(kDtypes),
                                   [&](const DtypeInfo& d) { return d.name == dtype_name; });
   if (known == std::end(kDtypes)) {
-    fail(file, detail::concat(tensor, ": unknown dtype '", dtype_name,
+    fail(file, detail::concat(tensor, ": unknown dtype '", shown_name(dtype_name),
                               "' (known: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL)"));
   }
   e.dtype = known->dtype;
@@ -172,6 +181,12 @@ void save_safetensors(const std::filesystem::path& file, const std::vector<StTen
   std::string text = header.dump();
   // Padding keeps the data section 8-byte aligned, as the format's writers do.
   text.append((8 - text.size() % 8) % 8, ' ');
+  // Never write what the reader would refuse.
+  if (text.size() > kSafetensorsMaxHeader) {
+    fail(file, detail::concat("the header would take ", text.size(),
+                              " bytes, more than the cap of ", kSafetensorsMaxHeader,
+                              " (metadata too large?)"));
+  }
 
   std::filesystem::path tmp = file;
   tmp += ".tmp";
@@ -220,8 +235,9 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& file) {
   std::uint64_t length = 0;
   in.read(reinterpret_cast<char*>(&length), sizeof length);
   if (length > kSafetensorsMaxHeader) {
-    fail(file, detail::concat("not a safetensors file: header length ", length,
-                              " exceeds the cap of ", kSafetensorsMaxHeader, " bytes"));
+    fail(file, detail::concat("header length ", length, " exceeds the cap of ",
+                              kSafetensorsMaxHeader,
+                              " bytes (noeira's models need a few KB; not a safetensors file?)"));
   }
   if (length > file_size - 8) {
     fail(file, detail::concat("truncated: header length ", length, " but only ", file_size - 8,
@@ -231,10 +247,14 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& file) {
   in.read(text.data(), static_cast<std::streamsize>(length));
   if (!in) fail(file, "cannot read the header");
   nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(file, detail::concat("safetensors header is not valid JSON (at byte ", e.byte, ")"));
+  if (const std::optional<JsonProblem> problem = parse_json(text, header)) {
+    // A tensor named twice is the one problem whose text is a name: a name may be long.
+    if (problem->line == 0) {
+      fail(file, detail::concat("safetensors header names tensor '", shown_name(problem->token),
+                                "' twice"));
+    }
+    fail(file, detail::concat("safetensors header is ", problem->what, " at line ", problem->line,
+                              ", column ", problem->column));
   }
   if (!header.is_object()) fail(file, "safetensors header is not a JSON object");
 
@@ -246,7 +266,8 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& file) {
       if (!value.is_object()) fail(file, "\"__metadata__\" is not a JSON object");
       for (const auto& [name, text_value] : value.items()) {
         if (!text_value.is_string()) {
-          fail(file, detail::concat("\"__metadata__\" entry '", name, "' is not a string"));
+          fail(file, detail::concat("\"__metadata__\" entry '", shown_name(name),
+                                    "' is not a string"));
         }
         out.metadata_[name] = text_value.get<std::string>();
       }
@@ -263,16 +284,17 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& file) {
   std::uint64_t covered = 0;
   const StEntry* previous = nullptr;
   for (const StEntry& e : out.entries_) {
+    const std::string tensor = detail::concat("tensor '", shown_name(e.name), "'");
     if (e.end > data_size) {
-      fail(file, detail::concat("tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end,
+      fail(file, detail::concat(tensor, ": data_offsets [", e.begin, ", ", e.end,
                                 ") run past the data section's ", data_size, " bytes"));
     }
     if (e.begin < covered) {
-      fail(file, detail::concat("tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end,
-                                ") overlap tensor '", previous->name, "'"));
+      fail(file, detail::concat(tensor, ": data_offsets [", e.begin, ", ", e.end,
+                                ") overlap tensor '", shown_name(previous->name), "'"));
     }
     if (e.begin > covered) {
-      fail(file, detail::concat("tensor '", e.name, "': bytes [", covered, ", ", e.begin,
+      fail(file, detail::concat(tensor, ": bytes [", covered, ", ", e.begin,
                                 ") before it belong to no tensor"));
     }
     covered = e.end;
@@ -299,6 +321,23 @@ std::vector<unsigned char> SafetensorsFile::read_bytes(const StEntry& entry) con
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (!in) fail(path_, detail::concat("tensor '", entry.name, "': cannot read its data"));
   return bytes;
+}
+
+bool SafetensorsFile::same_bytes(const StEntry& a, const StEntry& b) const {
+  if (a.dtype != b.dtype || a.shape != b.shape || a.end - a.begin != b.end - b.begin) return false;
+  std::ifstream in_a(path_, std::ios::binary), in_b(path_, std::ios::binary);
+  in_a.seekg(static_cast<std::streamoff>(data_start_ + a.begin));
+  in_b.seekg(static_cast<std::streamoff>(data_start_ + b.begin));
+  std::vector<char> block_a(std::size_t{1} << 20), block_b(block_a.size());
+  for (std::uint64_t left = a.end - a.begin; left > 0;) {
+    const auto n = static_cast<std::streamsize>(std::min<std::uint64_t>(left, block_a.size()));
+    in_a.read(block_a.data(), n);
+    in_b.read(block_b.data(), n);
+    if (!in_a || !in_b) fail(path_, detail::concat("tensor '", a.name, "': cannot read its data"));
+    if (std::memcmp(block_a.data(), block_b.data(), static_cast<std::size_t>(n)) != 0) return false;
+    left -= static_cast<std::uint64_t>(n);
+  }
+  return true;
 }
 
 std::vector<float> SafetensorsFile::read_float(const StEntry& entry) const {
