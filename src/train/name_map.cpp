@@ -122,4 +122,11 @@ bool NameMap::ignorable(std::string_view stored_name) const {
           (ends_with(stored_name, ".attn.bias") || ends_with(stored_name, ".attn.masked_bias")));
 }
 
+std::optional<std::string> NameMap::copy_of(std::string_view stored_name) const {
+  if (family_ == Family::Gpt2 && stored_name == "lm_head.weight") {
+    return gpt2_name(stored_name).name;
+  }
+  return std::nullopt;
+}
+
 }  // namespace noeira

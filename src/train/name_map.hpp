@@ -12,14 +12,17 @@
 //                              attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj}; the four matrices are
 //                              stored transposed ([in, out], GPT-2's Conv1D); the tied head is
 //                              stored once, as transformer.wte.weight; the attention mask
-//                              buffers (attn.bias, attn.masked_bias) and a lm_head.weight copy
-//                              in the file are left unread.
+//                              buffers (attn.bias, attn.masked_bias) in the file are left
+//                              unread, and so is a lm_head.weight that is the same bits as
+//                              transformer.wte.weight (a head of its own is refused: the
+//                              presets tie it).
 //     resnet18, resnet20*      torchvision's names, which the walk already uses; BatchNorm's
 //                              num_batches_tracked is a 0-d I64 counter there.
 //     lstm-*, gru-*            an nn.Module of embed (nn.Embedding), rnn (nn.LSTM / nn.GRU with
 //                              num_layers=2, batch_first=True) and head (nn.Linear):
 //                              "1.weight_ih" -> "rnn.weight_ih_l0", "3.bias" -> "head.bias".
 // Other presets have no PyTorch map: asking for one is an InputError.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -50,6 +53,9 @@ class NameMap {
   // Whether a stored tensor that no walk tensor maps to may be left unread (GPT-2's mask buffers,
   // a second copy of the tied head); any other such tensor means another network.
   bool ignorable(std::string_view stored_name) const;
+  // The stored name of the tensor an ignorable stored tensor must equal bit for bit, where it is
+  // a copy of a tied one (GPT-2's lm_head.weight: transformer.wte.weight); empty for the others.
+  std::optional<std::string> copy_of(std::string_view stored_name) const;
 
  private:
   enum class Family { Identity, TorchSequential, Gpt2, Torchvision, RecurrentLm };

@@ -1,11 +1,13 @@
 #include "train/weights_file.hpp"
 
+#include <optional>
 #include <set>
 #include <vector>
 
 #include "io/params_file.hpp"
 #include "kernels/error.hpp"
 #include "train/model_buffers.hpp"
+#include "train/presets.hpp"
 
 namespace noeira {
 
@@ -40,8 +42,8 @@ std::vector<float> transposed(const std::vector<float>& values, std::int64_t row
 }
 
 // The tensor's shape as the map stores it.
-Shape stored_shape(const ForeignName& f, const Tensor& t, NameScheme scheme) {
-  Shape s = t.shape();
+Shape stored_shape(const ForeignName& f, const Shape& walk_shape, NameScheme scheme) {
+  Shape s = walk_shape;
   if (f.transposed) {
     NOEIRA_CHECK(s.size() == 2, "a transposed tensor must be a matrix, '", f.name, "' is ",
                  shape_string(s));
@@ -76,7 +78,7 @@ void save_weights_safetensors(const std::filesystem::path& file, std::string_vie
     if (f.transposed) v = transposed(v, t.tensor->shape()[0], t.tensor->shape()[1]);
     values.push_back(std::move(v));
     const bool as_integer = f.counter && names.scheme() == NameScheme::Pytorch;
-    out.push_back({f.name, stored_shape(f, *t.tensor, names.scheme()), values.back(),
+    out.push_back({f.name, stored_shape(f, t.tensor->shape(), names.scheme()), values.back(),
                    as_integer ? io::StDtype::I64 : io::StDtype::F32});
   }
   std::map<std::string, std::string> metadata = attributes;
@@ -87,8 +89,11 @@ void save_weights_safetensors(const std::filesystem::path& file, std::string_vie
   io::save_safetensors(file, out, metadata);
 }
 
-NameMap reading_name_map(const io::SafetensorsFile& file, std::string_view requested,
-                         std::string_view model, const dist::WalkUnits& walk) {
+namespace {
+
+// The map a file is read with, from the names of the walk's parameters (see the header).
+NameMap map_for(const io::SafetensorsFile& file, std::string_view requested,
+                std::string_view model, const std::vector<std::string>& param_names) {
   if (!requested.empty()) return NameMap::for_preset(kNameSchemeNames.parse(requested), model);
   const auto stored = file.metadata().find("names");
   if (stored != file.metadata().end()) {
@@ -96,15 +101,40 @@ NameMap reading_name_map(const io::SafetensorsFile& file, std::string_view reque
   }
   // The MLPs' first layer is "0.weight" under both maps: only all of the walk's names tell.
   bool own_names = true;
-  for (const NamedParam& p : walk.params) {
-    own_names = own_names && file.find(p.name) != nullptr;
+  for (const std::string& name : param_names) {
+    own_names = own_names && file.find(name) != nullptr;
   }
   return NameMap::for_preset(own_names ? NameScheme::Noeira : NameScheme::Pytorch, model);
 }
 
-void load_weights_safetensors(const io::SafetensorsFile& file, std::string_view model,
-                              const NameMap& names, const dist::WalkUnits& walk,
-                              NonFinite non_finite) {
+// A tensor a file must hold for the walk: its walk name and shape.
+struct WalkSpec {
+  std::string name;
+  Shape shape;
+};
+
+std::vector<WalkSpec> specs_of(const std::vector<WalkTensor>& tensors) {
+  std::vector<WalkSpec> out;
+  for (const WalkTensor& t : tensors) out.push_back({*t.name, t.tensor->shape()});
+  return out;
+}
+
+std::vector<std::string> param_names(const dist::WalkUnits& walk) {
+  std::vector<std::string> out;
+  for (const NamedParam& p : walk.params) out.push_back(p.name);
+  return out;
+}
+
+// The file's table of contents against the walk, before a value is read: the model the file
+// names, every walk tensor present with its shape, and no tensor beyond them (a tensor the model
+// does not use means another network, never something to drop). The map may leave a few stored
+// tensors unread (GPT-2's mask buffers); a copy of a tied tensor (GPT-2's lm_head.weight beside
+// transformer.wte.weight) is taken only when it is the same bits as what it copies: the presets
+// tie the head to the token embedding, so a head of its own could not be loaded, and dropping it
+// would give another network than the file's. Returns the entry of each walk tensor, in order.
+std::vector<const io::StEntry*> check_table(const io::SafetensorsFile& file,
+                                            std::string_view model, const NameMap& names,
+                                            const std::vector<WalkSpec>& walk) {
   const std::string path = file.path().string();
   const auto stored_model = file.metadata().find("model");
   if (stored_model != file.metadata().end() && stored_model->second != model) {
@@ -112,36 +142,120 @@ void load_weights_safetensors(const io::SafetensorsFile& file, std::string_view 
                                     "', not '", model, "'"));
   }
   const std::string_view scheme = kNameSchemeNames.name_of(names.scheme());
-  std::set<std::string> read;
-  for (const WalkTensor& t : walk_tensors(walk)) {
-    const ForeignName f = names.map(*t.name);
-    const std::string what = describe(f, *t.name);
+  std::vector<const io::StEntry*> entries;
+  std::set<std::string> used;
+  for (const WalkSpec& t : walk) {
+    const ForeignName f = names.map(t.name);
+    const std::string what = describe(f, t.name);
     const io::StEntry* entry = file.find(f.name);
     if (entry == nullptr) {
       throw InputError(detail::concat(path, ": ", what, " is missing (model '", model,
                                       "', --names ", scheme, ")"));
     }
-    const Shape expected = stored_shape(f, *t.tensor, names.scheme());
+    const Shape expected = stored_shape(f, t.shape, names.scheme());
     // A counter only needs its element count: noeira's is [1], PyTorch's 0-d.
-    const bool fits = f.counter ? shape_numel(entry->shape) == t.tensor->numel()
+    const bool fits = f.counter ? shape_numel(entry->shape) == shape_numel(t.shape)
                                 : entry->shape == expected;
     if (!fits) {
       throw InputError(detail::concat(path, ": ", what, " has shape ", shape_string(entry->shape),
                                       ", the model expects ", shape_string(expected)));
     }
-    std::vector<float> v = f.counter ? file.read_counter(*entry) : file.read_float(*entry);
-    if (f.transposed) v = transposed(v, expected[0], expected[1]);
-    refuse_non_finite(v, non_finite, detail::concat(path, ": ", what), "load");
-    t.tensor->copy_from(v);
-    read.insert(f.name);
+    entries.push_back(entry);
+    used.insert(f.name);
   }
-  // A tensor the model does not have means the file holds another network.
   for (const io::StEntry& e : file.entries()) {
-    if (read.count(e.name) == 0 && !names.ignorable(e.name)) {
+    if (used.count(e.name) != 0) continue;
+    if (!names.ignorable(e.name)) {
       throw InputError(detail::concat(path, ": has tensor '", e.name, "', which model '", model,
                                       "' does not (--names ", scheme, ")"));
     }
+    const std::optional<std::string> original = names.copy_of(e.name);
+    const io::StEntry* tied = original ? file.find(*original) : nullptr;
+    if (original && (tied == nullptr || !file.same_bytes(e, *tied))) {
+      throw InputError(detail::concat(path, ": has tensor '", e.name,
+                                      "', a head of its own: model '", model, "' ties it to '",
+                                      *original, "', and the file's two differ"));
+    }
   }
+  return entries;
+}
+
+// The walk of a GPT preset (nn/gpt.hpp, nn/gpt_parts.hpp), in its order, from the shape alone:
+// gpt2-124m takes 1 GB to build, which a file that cannot fit it must not cost. A test holds it
+// to the walk of built models.
+std::vector<WalkSpec> gpt_walk(const GptShape& g) {
+  const std::int64_t c = g.width;
+  std::vector<WalkSpec> out{{"wpe.weight", {g.block, c}}};
+  for (std::int64_t i = 0; i < g.layers; ++i) {
+    const std::string h = detail::concat("h.", i, ".");
+    const WalkSpec block[] = {
+        {h + "ln_1.weight", {c}},          {h + "ln_1.bias", {c}},
+        {h + "attn.qkv.weight", {3 * c, c}}, {h + "attn.qkv.bias", {3 * c}},
+        {h + "attn.proj.weight", {c, c}},  {h + "attn.proj.bias", {c}},
+        {h + "ln_2.weight", {c}},          {h + "ln_2.bias", {c}},
+        {h + "mlp.0.weight", {4 * c, c}},  {h + "mlp.0.bias", {4 * c}},
+        {h + "mlp.1.weight", {c, 4 * c}},  {h + "mlp.1.bias", {c}},
+    };
+    out.insert(out.end(), std::begin(block), std::end(block));
+  }
+  out.push_back({"ln_f.weight", {c}});
+  out.push_back({"ln_f.bias", {c}});
+  out.push_back({"lm_head.weight", {g.vocab, c}});
+  return out;
+}
+
+// The walk of preset `model` where it is known without building the model: the GPTs. The other
+// presets are built first and checked then: the largest, resnet18, takes about 90 MB.
+std::optional<std::vector<WalkSpec>> unbuilt_walk(std::string_view model) {
+  return with_preset(model, [&]<class M>(std::type_identity<M>) {
+    std::optional<std::vector<WalkSpec>> out;
+    if constexpr (requires { { M::shape } -> std::convertible_to<GptShape>; }) {
+      out = gpt_walk(M::shape);
+    }
+    return out;
+  });
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, Shape>> unbuilt_walk_for_tests(std::string_view model) {
+  std::vector<std::pair<std::string, Shape>> out;
+  if (const auto walk = unbuilt_walk(model)) {
+    for (const WalkSpec& t : *walk) out.emplace_back(t.name, t.shape);
+  }
+  return out;
+}
+
+NameMap reading_name_map(const io::SafetensorsFile& file, std::string_view requested,
+                         std::string_view model, const dist::WalkUnits& walk) {
+  return map_for(file, requested, model, param_names(walk));
+}
+
+void load_weights_safetensors(const io::SafetensorsFile& file, std::string_view model,
+                              const NameMap& names, const dist::WalkUnits& walk,
+                              NonFinite non_finite) {
+  const std::string path = file.path().string();
+  const std::vector<WalkTensor> tensors = walk_tensors(walk);
+  const std::vector<const io::StEntry*> entries =
+      check_table(file, model, names, specs_of(tensors));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const WalkTensor& t = tensors[i];
+    const io::StEntry& entry = *entries[i];
+    const ForeignName f = names.map(*t.name);
+    std::vector<float> v = f.counter ? file.read_counter(entry) : file.read_float(entry);
+    if (f.transposed) v = transposed(v, t.tensor->shape()[1], t.tensor->shape()[0]);
+    refuse_non_finite(v, non_finite, detail::concat(path, ": ", describe(f, *t.name)), "load");
+    t.tensor->copy_from(v);
+  }
+}
+
+void check_weights_before_building(const io::SafetensorsFile& file, std::string_view model,
+                                   std::string_view requested) {
+  const std::optional<std::vector<WalkSpec>> walk = unbuilt_walk(model);
+  if (!walk) return;
+  std::vector<std::string> params;
+  for (const WalkSpec& t : *walk) params.push_back(t.name);
+  (void)check_table(file, model, map_for(file, requested, model, params), *walk);
 }
 
 void load_weights_file(const std::filesystem::path& file, std::string_view model,

@@ -12,6 +12,8 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/finite.hpp"
 #include "distributed/param_store.hpp"
@@ -37,11 +39,24 @@ NameMap reading_name_map(const io::SafetensorsFile& file, std::string_view reque
 
 // Fills every parameter and buffer of the walk from `file`. A file written for another preset, a
 // missing tensor, one of another shape or dtype, one the model does not have (beyond those the
-// map may leave unread), or a non-finite value (unless allowed) is an InputError naming the file
-// and the tensor.
+// map may leave unread; a copy of a tied tensor only when it is the same bits as what it copies),
+// or a non-finite value (unless allowed) is an InputError naming the file and the tensor. The
+// table of contents is checked whole before a value is read.
 void load_weights_safetensors(const io::SafetensorsFile& file, std::string_view model,
                               const NameMap& names, const dist::WalkUnits& walk,
                               NonFinite non_finite);
+
+// Before the model of preset `model` is built: the file's tensors (names and shapes, read
+// through the map `requested` names, or the file's) against the preset's walk, with the errors
+// load_weights_safetensors would give, where the walk is known without building the model (the
+// GPT presets, gpt2-124m's 124 M parameters among them). A 92-byte file that names gpt2-124m is
+// refused without the model's gigabyte. Other presets: nothing is checked here.
+void check_weights_before_building(const io::SafetensorsFile& file, std::string_view model,
+                                   std::string_view requested);
+
+// The walk check_weights_before_building compares with (empty where it knows none): names and
+// shapes in the walk's order, for the test that holds it to built models.
+std::vector<std::pair<std::string, Shape>> unbuilt_walk_for_tests(std::string_view model);
 
 // The weights of `file` into the walk, whatever the file is: a .safetensors (through the map
 // `requested` names, or the file's) or a model.h5 of the same preset. Another extension is an
