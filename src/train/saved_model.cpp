@@ -44,6 +44,11 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
   saved.vocabulary_ = told("vocabulary");
   saved.data_ = told("data");
   saved.model_ = cfg.model.empty() ? stored : cfg.model;
+  // The file's tensors against the preset before its model is built: a small file that cannot
+  // fit must not cost the model's memory first.
+  if (saved.safetensors_) {
+    check_weights_before_building(*saved.safetensors_, saved.model_, saved.names_);
+  }
   return saved;
 }
 
