@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 
 #include "io/file_kind.hpp"
 #include "kernels/error.hpp"
@@ -27,8 +28,22 @@ GzFile::GzFile(const std::filesystem::path& file) : path_(file) {
   const auto size = static_cast<std::int64_t>(std::filesystem::file_size(file, ec));
   // Deflate emits at least one bit per 258-byte match: no stream expands more than 1032 times.
   constexpr std::int64_t kDeflateMaxRatio = 1032;
-  const bool plain = gzdirect(as_gz(handle_)) == 1;
-  max_data_bytes_ = ec ? 0 : plain ? size : size * kDeflateMaxRatio;
+  plain_ = gzdirect(as_gz(handle_)) == 1;
+  file_bytes_ = ec ? 0 : static_cast<std::uint64_t>(size);
+  max_data_bytes_ = ec ? 0 : plain_ ? size : size * kDeflateMaxRatio;
+}
+
+std::uint64_t GzFile::size_hint() const {
+  if (plain_) return file_bytes_;
+  // A gzip member ends with CRC32 and ISIZE, 4 bytes each, little-endian.
+  if (file_bytes_ < 18) return 0;
+  std::ifstream in(path_, std::ios::binary);
+  unsigned char b[4] = {};
+  in.seekg(static_cast<std::streamoff>(file_bytes_ - 4));
+  in.read(reinterpret_cast<char*>(b), 4);
+  if (!in) return 0;
+  return std::uint64_t{b[0]} | (std::uint64_t{b[1]} << 8) | (std::uint64_t{b[2]} << 16) |
+         (std::uint64_t{b[3]} << 24);
 }
 
 GzFile::~GzFile() {

@@ -30,11 +30,19 @@ class GzFile {
   // size when gzip. A header that claims more is a lie, refused before anything is allocated.
   std::int64_t max_data_bytes() const { return max_data_bytes_; }
 
+  // How many bytes the file yields, as far as it tells before being read: a plain file's size;
+  // for gzip, the trailer's ISIZE (the last member's size mod 2^32): never more than the file
+  // yields, so a larger claim than a reader allows is refused up front. 0 when unknown.
+  std::uint64_t size_hint() const;
+  bool compressed() const { return !plain_; }
+
   const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;
   std::int64_t max_data_bytes_ = 0;
+  std::uint64_t file_bytes_ = 0;
+  bool plain_ = true;
   void* handle_ = nullptr;  // gzFile
 };
 

@@ -19,8 +19,9 @@
 
 namespace noeira::io {
 
-// The largest corpus the reader takes: the whole text lives in memory, and then again as
-// 4-byte token ids on the host and on the device. A corpus past this wants a streaming reader.
+// The largest corpus the reader takes, and the bound on what a compressed file may decompress
+// to: the whole text lives in memory, and then again as 4-byte token ids (about 5 bytes per byte
+// of text at the peak). A corpus past this wants a streaming reader.
 inline constexpr std::uint64_t kMaxCorpusBytes = std::uint64_t{1} << 30;  // 1 GiB
 
 // Debian's `fortunes` package (about 2.6 MB of English once each file is read once).
@@ -37,8 +38,11 @@ struct TextCorpus {
 // directory, is an InputError naming it.
 std::vector<std::filesystem::path> corpus_files(const std::filesystem::path& path);
 
-// Reads the corpus. An InputError naming the path for: a missing or unreadable path, the cases
-// of corpus_files, an empty corpus, and a corpus of more than max_bytes bytes.
+// Reads the corpus, allocating its text once (at the size the files tell). An InputError naming
+// the path for: a missing or unreadable path, the cases of corpus_files, an empty corpus, and a
+// corpus of more than max_bytes bytes; naming the file for a compressed file that decompresses
+// past that (a gzip whose trailer says so is counted through, not kept: a gzip bomb costs time,
+// not memory).
 TextCorpus read_text_corpus(const std::filesystem::path& path,
                             std::uint64_t max_bytes = kMaxCorpusBytes);
 

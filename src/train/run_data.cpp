@@ -56,17 +56,40 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
                         " test samples from ", dir.string(), augmented);
 }
 
+namespace {
+
+// The corpus cut for training and validation, its errors naming the corpus.
+TextSplit split_corpus(const io::TextCorpus& corpus, TokenizerKind kind) {
+  try {
+    return split_text(corpus.text, kind);
+  } catch (const InputError& e) {
+    // The tokenizer's messages (invalid UTF-8 at byte N: a corpus offset) do not know the path.
+    throw InputError(detail::concat(corpus.name, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {
-  const TextData data = load_text_data(text_corpus_path(cfg), parse_tokenizer_kind(cfg.tokenizer));
-  if (data.tokenizer.vocab_size() > model_vocab) {
-    throw InputError(detail::concat(data.name, ": the ", cfg.tokenizer, " vocabulary has ",
-                                    data.tokenizer.vocab_size(), " ids but model '", cfg.model,
+  // The corpus's bytes, then its ids straight into their tensors: a corpus of N bytes peaks at
+  // about 5N (the text and the ids), never with a host copy of the ids beside the resident one.
+  const io::TextCorpus corpus = io::read_text_corpus(text_corpus_path(cfg));
+  const TextSplit split = split_corpus(corpus, parse_tokenizer_kind(cfg.tokenizer));
+  const Tokenizer& tokenizer = split.tokenizer;
+  if (tokenizer.vocab_size() > model_vocab) {
+    throw InputError(detail::concat(corpus.name, ": the ", cfg.tokenizer, " vocabulary has ",
+                                    tokenizer.vocab_size(), " ids but model '", cfg.model,
                                     "' has ", model_vocab, " (try --tokenizer byte)"));
   }
-  const std::uint64_t fingerprint =
-      hash_words(std::span(data.validation), hash_words(std::span(data.train)));
-  return TextRun{data.name, data.tokenizer, make_resident_text(data, target),
-                 data.unknown_validation, fingerprint};
+  std::uint64_t fingerprint = hash_words(std::span<const std::int32_t>());
+  std::int64_t unknown_train = 0;
+  std::int64_t unknown_validation = 0;
+  ResidentText text{encode_resident_tokens(corpus.name + "/train", tokenizer, split.train, target,
+                                           fingerprint, unknown_train),
+                    encode_resident_tokens(corpus.name + "/validation", tokenizer,
+                                           split.validation, target, fingerprint,
+                                           unknown_validation)};
+  return TextRun{corpus.name, tokenizer, std::move(text), unknown_validation, fingerprint};
 }
 
 LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) const {

@@ -5,21 +5,25 @@
 
 namespace noeira {
 
+TextSplit split_text(std::string_view corpus, TokenizerKind kind) {
+  const std::int64_t tokens = Tokenizer::count_tokens(kind, corpus);
+  const std::int64_t train_tokens = tokens * kTrainPercent / 100;
+  if (train_tokens == 0 || train_tokens == tokens) {
+    throw InputError(detail::concat("a corpus of ", tokens, " ", to_string(kind),
+                                    " tokens is too short to split ", kTrainPercent, "/",
+                                    100 - kTrainPercent, " into training and validation text"));
+  }
+  const std::size_t cut = Tokenizer::token_offset(kind, corpus, train_tokens);
+  const std::string_view train_text = corpus.substr(0, cut);
+  return TextSplit{Tokenizer::build(kind, train_text), train_text, corpus.substr(cut)};
+}
+
 TextData make_text_data(std::string name, std::string_view corpus, TokenizerKind kind) {
   try {
-    const std::int64_t tokens = Tokenizer::count_tokens(kind, corpus);
-    const std::int64_t train_tokens = tokens * kTrainPercent / 100;
-    if (train_tokens == 0 || train_tokens == tokens) {
-      throw InputError(detail::concat("a corpus of ", tokens, " ", to_string(kind),
-                                      " tokens is too short to split ", kTrainPercent, "/",
-                                      100 - kTrainPercent, " into training and validation text"));
-    }
-    const std::size_t cut = Tokenizer::token_offset(kind, corpus, train_tokens);
-    const std::string_view train_text = corpus.substr(0, cut);
-    const std::string_view validation_text = corpus.substr(cut);
-    Tokenizer tokenizer = Tokenizer::build(kind, train_text);
-    TextData data{name, tokenizer, tokenizer.encode(train_text), tokenizer.encode(validation_text),
-                  0};
+    const TextSplit split = split_text(corpus, kind);
+    const Tokenizer& tokenizer = split.tokenizer;
+    TextData data{name, tokenizer, tokenizer.encode(split.train),
+                  tokenizer.encode(split.validation), 0};
     for (std::int32_t id : data.validation) {
       if (kind == TokenizerKind::Char && id == Tokenizer::kUnknownId) ++data.unknown_validation;
     }

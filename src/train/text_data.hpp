@@ -29,6 +29,18 @@ struct TextData {
   std::int64_t unknown_validation = 0;   // validation tokens that are Tokenizer::kUnknownId
 };
 
+// A corpus cut into its training and validation text, with the tokenizer of the training part:
+// what make_text_data tokenizes, and what a run encodes straight into its resident ids
+// (train/text_windows.hpp) without the vectors of TextData.
+struct TextSplit {
+  Tokenizer tokenizer;
+  std::string_view train;       // the first 90% of the corpus's tokens
+  std::string_view validation;  // the rest
+};
+
+// Splits an in-memory corpus; the errors of make_text_data, without the name (the caller adds it).
+TextSplit split_text(std::string_view corpus, TokenizerKind kind);
+
 // Tokenizes and splits an in-memory corpus (`name` for messages). A corpus too short to leave
 // a token in each part, or one that is not UTF-8 for the char tokenizer, is an InputError
 // naming it.

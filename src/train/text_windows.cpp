@@ -1,31 +1,90 @@
 #include "train/text_windows.hpp"
 
+#include <algorithm>
+
+#include "core/hash.hpp"
 #include "kernels/error.hpp"
 #include "kernels/philox.hpp"
 #include "train/order.hpp"
 
 namespace noeira {
 
-ResidentTokens make_resident_tokens(std::string name, std::span<const std::int32_t> ids,
-                                    std::int64_t vocab_size, Target target) {
-  // Starts and token indices are int32 on the device (gather_rows' index type).
-  if (ids.size() > static_cast<std::size_t>(INT32_MAX)) {
-    throw InputError(detail::concat(name, ": ", ids.size(), " tokens, more than the ", INT32_MAX,
+namespace {
+
+// Starts and token indices are int32 on the device (gather_rows' index type).
+void check_count(const std::string& name, std::uint64_t count) {
+  if (count > static_cast<std::uint64_t>(INT32_MAX)) {
+    throw InputError(detail::concat(name, ": ", count, " tokens, more than the ", INT32_MAX,
                                     " a split may hold"));
   }
-  // The one check of the ids: the gathers and the embedding on a device never see an id that
-  // was not checked here.
+}
+
+// The one check of the ids: the gathers and the embedding on a device never see an id that was
+// not checked here. `first` is the position of ids[0] in the split.
+void check_ids(const std::string& name, std::span<const std::int32_t> ids, std::size_t first,
+               std::int64_t vocab_size) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= vocab_size) {
-      throw InputError(detail::concat(name, ": token id ", ids[i], " at position ", i,
+      throw InputError(detail::concat(name, ": token id ", ids[i], " at position ", first + i,
                                       " is outside the vocabulary [0, ", vocab_size, ")"));
     }
   }
+}
+
+// The end of the block of text that starts at `begin`: about kBlock bytes, moved on to the next
+// character's first byte so that no character is cut (the text is valid UTF-8: counting its
+// tokens checked it).
+std::size_t block_end(std::string_view text, std::size_t begin, TokenizerKind kind) {
+  constexpr std::size_t kBlock = std::size_t{1} << 22;
+  std::size_t end = std::min(text.size(), begin + kBlock);
+  if (kind == TokenizerKind::Char) {
+    while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) ++end;
+  }
+  return end;
+}
+
+}  // namespace
+
+ResidentTokens make_resident_tokens(std::string name, std::span<const std::int32_t> ids,
+                                    std::int64_t vocab_size, Target target) {
+  check_count(name, ids.size());
+  check_ids(name, ids, 0, vocab_size);
   ResidentTokens out;
   out.name = std::move(name);
   out.count = static_cast<std::int64_t>(ids.size());
   out.vocab_size = vocab_size;
   out.ids = Tensor::from_host_ids({out.count}, ids, target);
+  return out;
+}
+
+ResidentTokens encode_resident_tokens(std::string name, const Tokenizer& tokenizer,
+                                      std::string_view text, Target target,
+                                      std::uint64_t& fingerprint, std::int64_t& unknown) {
+  const std::int64_t count = Tokenizer::count_tokens(tokenizer.kind(), text);
+  check_count(name, static_cast<std::uint64_t>(count));
+  ResidentTokens out;
+  out.count = count;
+  out.vocab_size = tokenizer.vocab_size();
+  out.ids = Tensor({count}, target, DType::I32);
+  std::size_t done = 0;  // ids written
+  for (std::size_t begin = 0; begin < text.size();) {
+    const std::size_t end = block_end(text, begin, tokenizer.kind());
+    const std::vector<std::int32_t> ids = tokenizer.encode(text.substr(begin, end - begin));
+    NOEIRA_CHECK(done + ids.size() <= static_cast<std::size_t>(count), name, ": more ids (",
+                 done + ids.size(), ") than the text's ", count, " tokens");
+    check_ids(name, ids, done, out.vocab_size);
+    if (tokenizer.kind() == TokenizerKind::Char) {
+      unknown += std::count(ids.begin(), ids.end(), Tokenizer::kUnknownId);
+    }
+    fingerprint = hash_words(std::span(ids), fingerprint);
+    kernels_for(target).upload(nullptr, out.ids.ids() + done, ids.data(),
+                               ids.size() * sizeof(std::int32_t));
+    done += ids.size();
+    begin = end;
+  }
+  NOEIRA_CHECK(done == static_cast<std::size_t>(count), name, ": ", done, " ids for ", count,
+               " tokens");
+  out.name = std::move(name);
   return out;
 }
 

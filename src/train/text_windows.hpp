@@ -15,10 +15,12 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tensor.hpp"
 #include "train/text_data.hpp"
+#include "train/tokenizer.hpp"
 
 namespace noeira {
 
@@ -34,6 +36,15 @@ struct ResidentTokens {
 // naming the split, the position and the id otherwise).
 ResidentTokens make_resident_tokens(std::string name, std::span<const std::int32_t> ids,
                                     std::int64_t vocab_size, Target target);
+
+// One split's text encoded straight into its resident ids, a block of text at a time, each block
+// checked like make_resident_tokens' ids: the ids exist once, never as a host vector beside their
+// tensor (a corpus of N bytes then costs N + 4N bytes rather than N + 8N). `fingerprint` is
+// carried on over the ids (hash_words), `unknown` counts the ids that are
+// Tokenizer::kUnknownId.
+ResidentTokens encode_resident_tokens(std::string name, const Tokenizer& tokenizer,
+                                      std::string_view text, Target target,
+                                      std::uint64_t& fingerprint, std::int64_t& unknown);
 
 struct ResidentText {
   ResidentTokens train;
