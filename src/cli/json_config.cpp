@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <system_error>
 
@@ -43,7 +44,7 @@ std::string config_text(const std::filesystem::path& file) {
 }
 
 // The file's JSON, with what is wrong said in the file's terms ("cfg.json: a number out of range
-// at line 3, column 12 (1e400)").
+// at line 3, column 8 ('1e400')").
 nlohmann::json parse_config(const std::filesystem::path& file) {
   nlohmann::json doc;
   const std::optional<io::JsonProblem> problem = io::parse_json(config_text(file), doc);
@@ -52,9 +53,10 @@ nlohmann::json parse_config(const std::filesystem::path& file) {
         problem->line == 0
             ? std::string()
             : detail::concat(" at line ", problem->line, ", column ", problem->column);
-    const std::string near =
-        problem->token.empty() ? std::string(" (the text ends early)")
-                               : detail::concat(" (", shown_argument(problem->token), ")");
+    // No token where the text ended early; a key given twice has no position but its name.
+    const bool ended = problem->line != 0 && problem->token.empty();
+    const std::string near = ended ? std::string(" (the text ends early)")
+                                   : detail::concat(" (", shown_argument(problem->token), ")");
     refuse(file, detail::concat(problem->what, where, near));
   }
   return doc;
