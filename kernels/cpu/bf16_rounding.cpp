@@ -62,4 +62,14 @@ void round_to_bf16_bits(std::uint16_t* out, const float* in, std::int64_t n) {
   }
 }
 
+void round_to_bf16_values(float* out, const float* in, std::int64_t n) {
+  constexpr std::int64_t kBlock = 1024;  // bits on the stack, a block at a time
+  std::uint16_t bits[kBlock];
+  for (std::int64_t i = 0; i < n; i += kBlock) {
+    const std::int64_t count = n - i < kBlock ? n - i : kBlock;
+    round_to_bf16_bits(bits, in + i, count);
+    for (std::int64_t j = 0; j < count; ++j) out[i + j] = bf16_value(bits[j]);
+  }
+}
+
 }  // namespace noeira::cpu

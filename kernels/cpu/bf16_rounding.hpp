@@ -13,6 +13,8 @@
 namespace noeira::cpu {
 
 void round_to_bf16_bits(std::uint16_t* out, const float* in, std::int64_t n);
+// The same, widened back to floats: each float becomes its bfloat16 value (out may be in).
+void round_to_bf16_values(float* out, const float* in, std::int64_t n);
 
 // Whether the CPU has the conversion (round_to_bf16_bits uses it while vector_isa() is AVX-512).
 bool cpu_converts_bf16();

@@ -12,6 +12,7 @@
 #include "kernels/cpu/bf16_rounding.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/onednn.hpp"
+#include "kernels/bf16_math.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::cpu {
@@ -57,6 +58,7 @@ struct ThreadGemm {
   dnnl::stream stream{onednn_engine()};
   std::map<ProductKey, KeptProduct> products;
   std::vector<std::uint16_t> a16, b16;
+  std::vector<float> a32, b32;  // operands' bf16 values as floats (see widen_bf16)
   std::vector<float> c32;  // a bf16 product's result, dense (see onednn_gemm)
   std::vector<std::uint8_t> scratchpad;
 };
@@ -109,6 +111,23 @@ void pack_bf16(std::vector<std::uint16_t>& dst, const float* src, std::int64_t r
   for (std::int64_t r = 0; r < rows; ++r) round_to_bf16_bits(out + r * cols, src + r * ld, cols);
 }
 
+// dst [rows, cols] dense = the bfloat16 values of src's rows (ld apart: floats rounded to bf16,
+// or bf16 bits) as floats: a bf16 product's operands where oneDNN has no bf16 products
+// (onednn_has_bf16).
+void widen_bf16(std::vector<float>& dst, Operand src, std::int64_t rows, std::int64_t cols,
+                std::int64_t ld) {
+  dst.resize(static_cast<std::size_t>(rows * cols));
+  float* out = dst.data();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    if (src.dtype == DType::F32) {
+      round_to_bf16_values(out + r * cols, static_cast<const float*>(src.data) + r * ld, cols);
+      continue;
+    }
+    const auto* bits = static_cast<const std::uint16_t*>(src.data) + r * ld;
+    for (std::int64_t c = 0; c < cols; ++c) out[r * cols + c] = bf16_value(bits[c]);
+  }
+}
+
 // The product through a kept oneDNN matmul. Bf16: the operands are first rounded into this
 // thread's packed buffers (their rows contiguous), and a result whose rows are not contiguous
 // (attention's heads side by side in [batch, seq, heads · head_dim]) goes through this thread's
@@ -120,9 +139,18 @@ void onednn_gemm(Precision precision, bool trans_a, bool trans_b, std::int64_t m
                  std::int64_t k, float alpha, Operand a, std::int64_t lda, Operand b,
                  std::int64_t ldb, float beta, float* c, std::int64_t ldc) {
   ThreadGemm& t = thread_gemm();
-  const bool bf16 = precision == Precision::Bf16;
+  bool bf16 = precision == Precision::Bf16;
   const void* a_data = a.data;
   const void* b_data = b.data;
+  if (bf16 && !onednn_has_bf16()) {
+    widen_bf16(t.a32, a, trans_a ? k : m, trans_a ? m : k, lda);
+    widen_bf16(t.b32, b, trans_b ? n : k, trans_b ? k : n, ldb);
+    lda = trans_a ? m : k;
+    ldb = trans_b ? k : n;
+    a_data = t.a32.data();
+    b_data = t.b32.data();
+    bf16 = false;  // an fp32 product from here on
+  }
   if (bf16) {
     // Bits stay where they are (the primitive reads them ld apart).
     if (a.dtype == DType::F32) {

@@ -4,7 +4,9 @@
 #include <map>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
+#include "kernels/cpu/bf16_rounding.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/onednn.hpp"
 #include "kernels/error.hpp"
@@ -198,6 +200,7 @@ struct ThreadConvs {
   std::map<PrimitiveKey, ConvPrimitive> primitives;
   std::array<StagingBuffer, 2> operands;
   StagingBuffer result, scratchpad;
+  std::array<std::vector<float>, 2> widened;  // bf16 values of the operands (widen_operands)
 };
 
 memory staged_memory(const memory::desc& desc, StagingBuffer& buffer) {
@@ -232,20 +235,35 @@ void run(ThreadConvs& t, const ConvPrimitive& p, float* out, std::array<const fl
   t.stream.wait();
 }
 
+// A bf16 convolution where oneDNN has none (onednn_has_bf16): the fp32 one of the operands'
+// bf16 values, rounded into the thread's buffers (the whole extent of each operand's plain
+// layout, which a slice of channels reads strided).
+void widen_operands(ThreadConvs& t, const ConvPrimitive& p, std::array<const float*, 2>& in) {
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const auto count = static_cast<std::int64_t>(p.operands[i].plain.get_size() / sizeof(float));
+    t.widened[i].resize(static_cast<std::size_t>(count));
+    round_to_bf16_values(t.widened[i].data(), in[i], count);
+    in[i] = t.widened[i].data();
+  }
+}
+
 void convolve(ConvPass pass, Precision precision, const ConvGeometry& g, const ConvSlice& slice,
               float* out, std::array<const float*, 2> in, const float* bias) {
   if (slice.images <= 0) return;
+  const bool widen = precision == Precision::Bf16 && !onednn_has_bf16();
+  const Precision computed = widen ? Precision::Fp32 : precision;
   try {
     const OneThreadScope one_thread;  // the primitive is built and run for this thread alone
     thread_local ThreadConvs t;
-    const PrimitiveKey key = key_of(pass, precision, g, slice, bias != nullptr);
+    const PrimitiveKey key = key_of(pass, computed, g, slice, bias != nullptr);
     auto found = t.primitives.find(key);
     if (found == t.primitives.end()) {
       if (t.primitives.size() >= kKeptPrimitives) t.primitives.clear();
       found =
-          t.primitives.emplace(key, make_primitive(pass, precision, g, slice, bias != nullptr))
+          t.primitives.emplace(key, make_primitive(pass, computed, g, slice, bias != nullptr))
               .first;
     }
+    if (widen) widen_operands(t, found->second, in);
     run(t, found->second, out, in, bias);
   } catch (const dnnl::error& e) {
     throw Error(::noeira::detail::concat(
