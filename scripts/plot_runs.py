@@ -40,6 +40,26 @@ class Run:
         return None
 
 
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_record(record, where):
+    """Every field the panels read is a number where it is there, and the ones each record type
+    must have are there: a file that says otherwise is refused by line and key, never drawn
+    half or answered with a traceback."""
+    kind = record["type"]
+    if not isinstance(kind, str):
+        fail(f"{where}: 'type' is not a string")
+    required = ["step", "loss"] if kind == "step" else ["step", "train_loss"]
+    for key in required:
+        if not is_number(record.get(key)):
+            fail(f"{where}: '{key}' is {'missing' if key not in record else 'not a number'}")
+    for key, value in record.items():
+        if key.endswith(("_loss", "_accuracy", "_per_s")) and not is_number(value):
+            fail(f"{where}: '{key}' is not a number")
+
+
 def read_run(directory):
     if not os.path.isdir(directory):
         fail(f"{directory}: no such run directory")
@@ -57,6 +77,7 @@ def read_run(directory):
                 fail(f"{path}:{number}: not a JSON record ({e.msg})")
             if not isinstance(record, dict) or "step" not in record or "type" not in record:
                 fail(f"{path}:{number}: not a noeira metrics record (no type or step)")
+            check_record(record, f"{path}:{number}")
             (run.steps if record["type"] == "step" else run.periods).append(record)
     if not run.steps and not run.periods:
         fail(f"{path}: no records (did the run train a step?)")
@@ -96,8 +117,9 @@ def draw(runs, names, out, width, height):
         split = run.held_out_split()
         if split is not None:
             splits.add(split)
-            held_out_ax.plot([r["step"] for r in run.periods],
-                             [r[f"{split}_loss"] for r in run.periods], "o-", color=color,
+            evaluated = [r for r in run.periods if f"{split}_loss" in r]
+            held_out_ax.plot([r["step"] for r in evaluated],
+                             [r[f"{split}_loss"] for r in evaluated], "o-", color=color,
                              label=name)
             accuracy = [r for r in run.periods if f"{split}_accuracy" in r]
             if accuracy:
@@ -107,9 +129,11 @@ def draw(runs, names, out, width, height):
                                  color=color, label=name)
         rated = run.steps or run.periods
         key = rate_key(rated[0])
-        rate_units.add(key.replace("_per_s", "/s"))
-        rate_ax.plot([r["step"] for r in rated], [r[key] for r in rated], color=color,
-                     label=name)
+        rated = [r for r in rated if key in r]
+        if rated:
+            rate_units.add(key.replace("_per_s", "/s"))
+            rate_ax.plot([r["step"] for r in rated], [r[key] for r in rated], color=color,
+                         label=name)
 
     held_out = {"test": "test", "val": "validation"}
     train_ax.set_title("training loss")
@@ -136,6 +160,19 @@ def draw(runs, names, out, width, height):
         fail(f"{out}: cannot write the plot ({e})")
 
 
+IMAGE_FORMATS = (".png", ".svg", ".pdf")
+
+
+def check_out(out):
+    """The file written is the one named: matplotlib would add '.png' to a name without an
+    extension (so `-o dir` wrote dir.png and said dir)."""
+    if os.path.isdir(out):
+        example = os.path.join(out, "curves.png")
+        fail(f"{out}: is a directory (-o names the image file, e.g. {example})")
+    if os.path.splitext(out)[1].lower() not in IMAGE_FORMATS:
+        fail(f"{out}: the image file's name must end in {', '.join(IMAGE_FORMATS)}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", metavar="RUN", help="output directory of noeira train")
@@ -145,6 +182,7 @@ def main():
     args = parser.parse_args()
     if not (100 <= args.width <= 10000 and 100 <= args.height <= 10000):
         fail(f"--width {args.width} --height {args.height}: each must be 100 to 10000 pixels")
+    check_out(args.out)
     try:
         import matplotlib  # noqa: F401  (checked before any work: draw() imports it again)
     except ImportError:
@@ -156,4 +194,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:  # noqa: BLE001  (one line, never a traceback: see the docstring)
+        fail(f"noeira plot: {type(e).__name__}: {e}")

@@ -7,6 +7,7 @@ directory, a metrics file without records and a Python without matplotlib.
 
 Exit 0: passed; 1: failed (what, on stderr); 77: skipped (no Fashion-MNIST, no matplotlib).
 """
+import json
 import os
 import shutil
 import struct
@@ -115,8 +116,37 @@ def check_errors(binary, work):
                           env=dict(os.environ, PYTHONPATH=hidden))
     if os.path.exists(out):
         fail(f"{out} was written by a failed plot")
-    print("ok: one-line errors for a missing run, a metrics file without records and no "
-          "matplotlib")
+    # Records that lie: each field the panels read, wrong in turn, refused by line and key.
+    good_step = {"type": "step", "step": 1, "loss": 2.0, "samples_per_s": 10.0}
+    good_epoch = {"type": "epoch", "step": 1, "train_loss": 2.0, "test_loss": 1.0,
+                  "test_accuracy": 0.5, "samples_per_s": 10.0}
+    lies = [(good_step, "loss", None), (good_step, "loss", "two"), (good_step, "step", [1]),
+            (good_epoch, "train_loss", None), (good_epoch, "test_loss", {"a": 1}),
+            (good_epoch, "test_accuracy", True), (good_step, "samples_per_s", "fast"),
+            (good_step, "type", 7)]
+    bad = os.path.join(work, "bad-run")
+    os.makedirs(bad)
+    for record, key, value in lies:
+        lie = dict(record)
+        if value is None:
+            del lie[key]
+        else:
+            lie[key] = value
+        with open(os.path.join(bad, "metrics.jsonl"), "w") as f:
+            f.write(json.dumps(good_step) + "\n" + json.dumps(lie) + "\n")
+        expect_one_line_error(binary, [bad, "-o", out], ["metrics.jsonl:2", f"'{key}'"])
+    # The file written is the one named: a directory or a name without an image extension is
+    # refused, where matplotlib would have written <name>.png.
+    with open(os.path.join(bad, "metrics.jsonl"), "w") as f:
+        f.write(json.dumps(good_step) + "\n")
+    expect_one_line_error(binary, [bad, "-o", work], [work, "is a directory"])
+    expect_one_line_error(binary, [bad, "-o", os.path.join(work, "curves")],
+                          ["curves", "must end in .png"])
+    for written in (work + ".png", os.path.join(work, "curves.png"), out):
+        if os.path.exists(written):
+            fail(f"{written} was written by a refused plot")
+    print("ok: one-line errors for a missing run, a metrics file without records or with lying "
+          "records, an output that is not an image file's name, and no matplotlib")
 
 
 def main():
