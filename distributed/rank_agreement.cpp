@@ -120,4 +120,27 @@ void check_ranks_agree(MPI_Comm comm, std::span<const Setting> settings) {
   throw AgreedError(message.empty() ? "ranks disagree on their settings" : message);
 }
 
+void agree_on_outcome(MPI_Comm comm, const std::string* failure) {
+  int failed = failure != nullptr ? 1 : 0;
+  int failures = 0;
+  NOEIRA_MPI_CHECK(MPI_Allreduce(&failed, &failures, 1, MPI_INT, MPI_SUM, comm));
+  if (failures == 0) return;
+  int rank = 0;
+  int size = 1;
+  NOEIRA_MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  NOEIRA_MPI_CHECK(MPI_Comm_size(comm, &size));
+  int mine = failed != 0 ? rank : size;
+  int first = size;
+  NOEIRA_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm));
+  // The first failing rank's message, cut to a line's worth: it travels to every rank.
+  constexpr std::size_t kMaxMessage = 4096;
+  std::string message = rank == first ? failure->substr(0, kMaxMessage) : std::string();
+  int length = static_cast<int>(message.size());
+  NOEIRA_MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT, first, comm));
+  message.resize(static_cast<std::size_t>(length));
+  NOEIRA_MPI_CHECK(MPI_Bcast(message.data(), length, MPI_CHAR, first, comm));
+  throw AgreedError(failures == size ? message
+                                     : detail::concat("rank ", first, ": ", message));
+}
+
 }  // namespace noeira::dist

@@ -11,6 +11,7 @@
 // settings, so a disagreement cannot make the check itself fail.
 #include <mpi.h>
 
+#include <exception>
 #include <span>
 #include <string>
 #include <vector>
@@ -33,5 +34,28 @@ void check_ranks_agree(MPI_Comm comm, std::span<const Setting> settings);
 
 // The message of a disagreement, from every rank's settings (index = rank); empty when they agree.
 std::string first_disagreement(std::span<const std::vector<Setting>> by_rank);
+
+// Collective over `comm`: the outcome of a step every rank ran, made everyone's. `failure` is
+// this rank's error message, or null when its step succeeded. Returns when every rank succeeded;
+// otherwise throws, on every rank alike, an AgreedError with the message of the lowest failing
+// rank ("rank r: " before it unless every rank failed): rank 0 says it once, nobody waits for a
+// peer that will never come, and the job ends without MPI_Abort and one line per rank.
+void agree_on_outcome(MPI_Comm comm, const std::string* failure);
+
+// Runs `step` on this rank and agrees on the outcome (agree_on_outcome): a refusal that every
+// rank of a job reaches alike — a bad option, a missing file — is said once. Collective; `step`
+// itself must post no collective (a rank that failed before it would leave the others waiting).
+template <class Step>
+void agree_on_success(MPI_Comm comm, Step&& step) {
+  std::string failure;
+  bool failed = false;
+  try {
+    step();
+  } catch (const std::exception& e) {
+    failure = e.what();
+    failed = true;
+  }
+  agree_on_outcome(comm, failed ? &failure : nullptr);
+}
 
 }  // namespace noeira::dist

@@ -16,7 +16,6 @@ namespace noeira::io {
 
 namespace {
 
-constexpr const char* kLockFile = "lock";
 // The holder's line is short; a longer file is not ours to quote in full.
 constexpr std::size_t kMaxHolderBytes = 200;
 
@@ -59,7 +58,7 @@ CheckpointDirLock CheckpointDirLock::acquire(const std::filesystem::path& ckpt_d
   }
   std::filesystem::create_directories(ckpt_dir, ec);
   if (ec) refuse(ckpt_dir, "cannot create the directory", ec.value());
-  const std::filesystem::path file = ckpt_dir / kLockFile;
+  const std::filesystem::path file = ckpt_dir / kCheckpointLockFile;
   const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) refuse(ckpt_dir, "cannot write in it", errno);
   CheckpointDirLock lock(fd);

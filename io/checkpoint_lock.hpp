@@ -12,6 +12,9 @@
 
 namespace noeira::io {
 
+// The lock's file inside the checkpoint directory.
+inline constexpr const char* kCheckpointLockFile = "lock";
+
 class CheckpointDirLock {
  public:
   // Creates ckpt_dir if needed and takes its lock. Writing the holder's line (host, pid, start

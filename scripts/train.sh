@@ -16,4 +16,11 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 # A single machine needs no remote launcher; without ssh on PATH Open MPI would refuse to start.
 command -v ssh >/dev/null || export OMPI_MCA_plm=isolated
-mpirun -np "$ranks" ./build/noeira train --threads 1 --checkpoint-dir runs/checkpoints "$@"
+# Each run checkpoints into a directory of its own (a second run would find the first one's
+# checkpoints in a shared one and be refused), unless the arguments name one.
+checkpoints=()
+case " $* " in
+  *" --checkpoint-dir"*) ;;
+  *) checkpoints=(--checkpoint-dir "runs/checkpoints-$(date +%Y%m%d-%H%M%S)") ;;
+esac
+mpirun -np "$ranks" ./build/noeira train --threads 1 "${checkpoints[@]}" "$@"

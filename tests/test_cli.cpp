@@ -240,7 +240,7 @@ TEST(CliDistributed, SimulatedRanksMatchOneRank) {
   // 4 ranks under ZeRO-2 (25 rows each), 3 under ZeRO-1 (uneven rows and shards): the global
   // batch is the same, only the summation order of the gradient differs.
   for (const std::string args : {"--sim-ranks 4 --policy zero2", "--sim-ranks 3 --policy zero1"}) {
-    const std::filesystem::path out = dir / "many";
+    const std::filesystem::path out = dir / ("many-" + args.substr(12, 1));  // a run's own
     const Output many = noeira(dir, kSmallRun + args + " --out " + out.string());
     ASSERT_EQ(many.code, 0) << args << ": " << many.err;
     const std::vector<float> values = saved_mlp(out / "model.h5");
@@ -409,7 +409,9 @@ TEST(CliCheckpoint, ResumesOnOtherRankCountsAndPolicies) {
     EXPECT_EQ(saved_mlp(dir / "loaded" / "model.h5"), reference) << target;
     EXPECT_EQ(inspect_tensors(dir, again), saved) << target;
 
-    // 12 more steps from step 28 on the new layout: within the equivalence tolerance.
+    // 12 more steps from step 28 on the new layout: within the equivalence tolerance (into a
+    // fresh directory each time: --out refuses a directory that holds another run's records).
+    std::filesystem::remove_all(dir / "more");
     const Output more = noeira(dir, kCkptRun + target + " --resume " +
                                         (ckpt / "step-00000028").string() + " --out " +
                                         (dir / "more").string());

@@ -13,12 +13,15 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <new>
 #include <string>
+#include <string_view>
 
 #include "cli/bounds.hpp"
 #include "cli/options.hpp"
 #include "cli/plot.hpp"
 #include "distributed/mpi_process_group.hpp"
+#include "distributed/rank_agreement.hpp"
 #include "distributed/residency.hpp"
 #include "train/presets.hpp"
 #include "io/checkpoint_reader.hpp"
@@ -35,14 +38,37 @@ namespace noeira::cli {
 
 namespace {
 
-int train_main(Command& c) {
-  finish_config(c);
+// An error as one line of bounded length: line breaks become spaces, and a message that quotes a
+// huge value (a 100 MB flag, a file's contents) keeps its start and end with the middle cut.
+std::string one_line(std::string_view what) {
+  constexpr std::size_t kMaxBytes = 1000;
+  std::string line(what);
+  for (char& c : line) {
+    if (c == '\n' || c == '\r') c = ' ';
+  }
+  if (line.size() <= kMaxBytes) return line;
+  const std::size_t keep = kMaxBytes / 2;
+  return detail::concat(line.substr(0, keep), " ... (", line.size() - 2 * keep,
+                        " bytes not shown) ... ", line.substr(line.size() - keep));
+}
+
+int train_main(Command& c, bool mpi) {
+  // Under mpirun every rank checks its options alike: a refusal is one line, said by rank 0.
+  auto finish = [&] {
+    finish_config(c);
+    check_train_config(c.config);
+  };
+  if (mpi) {
+    noeira::dist::agree_on_success(MPI_COMM_WORLD, finish);
+  } else {
+    finish();
+  }
   const TrainOutcome outcome = run_train(c.config);
   if (!outcome.summary.save_failure.empty()) {
     // Every rank stopped alike; rank 0 says what was saved instead.
     if (outcome.rank == 0) {
       std::cout.flush();
-      std::fprintf(stderr, "noeira: error: %s\n", outcome.summary.save_failure.c_str());
+      std::fprintf(stderr, "noeira: error: %s\n", one_line(outcome.summary.save_failure).c_str());
     }
     return 1;
   }
@@ -200,16 +226,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "noeira: error: " << e.what() << " (see noeira --help)\n";
+    std::cerr << "noeira: error: " << one_line(e.what()) << " (see noeira --help)\n";
     return 2;
   }
   // Under mpirun (or srun) this process is one rank: MPI is initialized here, for the whole run,
   // and a rank that fails aborts the job rather than leave its peers waiting in a collective.
   std::optional<noeira::dist::MpiRuntime> mpi;
-  auto fail = [&](const char* what) {
+  auto fail = [&](std::string_view what) {
     std::cout.flush();
     // One write: the ranks of a job share the terminal, and pieces of their lines would mix.
-    std::cerr << (std::string("noeira: error: ") + what + '\n') << std::flush;
+    std::cerr << ("noeira: error: " + one_line(what) + '\n') << std::flush;
     if (mpi && mpi->world_size() > 1) {
       std::cerr.flush();
       MPI_Abort(MPI_COMM_WORLD, 1);
@@ -220,7 +246,7 @@ int main(int argc, char** argv) {
     if (train.app->parsed() && noeira::dist::MpiRuntime::launched_by_mpi()) {
       mpi.emplace(&argc, &argv);
     }
-    if (train.app->parsed()) return train_main(train);
+    if (train.app->parsed()) return train_main(train, mpi.has_value());
     if (eval.app->parsed()) return eval_main(eval);
     if (inspect->parsed()) return inspect_main(inspect_path);
     if (app.got_subcommand("generate")) return generate_main(generate);
@@ -231,9 +257,13 @@ int main(int argc, char** argv) {
     // normally (MPI_Finalize in ~MpiRuntime) instead of racing the others to MPI_Abort.
     if (!mpi || mpi->world_rank() == 0) {
       std::cout.flush();
-      std::cerr << "noeira: error: " << e.what() << '\n';
+      std::cerr << "noeira: error: " << one_line(e.what()) << '\n';
     }
     return 1;
+  } catch (const std::bad_alloc&) {
+    // A size no check foresaw: say what happened in words, not the library's name for it.
+    return fail("out of memory: an allocation failed (the model, batch, data or a file's claims "
+                "need more memory than this process can have)");
   } catch (const std::exception& e) {
     return fail(e.what());
   } catch (...) {

@@ -1,9 +1,11 @@
 #include "cli/options.hpp"
 
 #include <cblas.h>
+#include <mpi.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,7 +122,7 @@ void add_common_options(Command& c) {
 const std::vector<std::pair<std::string, std::string>>& text_defaults() {
   static const std::vector<std::pair<std::string, std::string>> defaults = {
       {"--model", "gpt-char"},     {"--optimizer", "adamw"},      {"--lr", "1e-3"},
-      {"--min-lr", "1e-4"},        {"--beta2", "0.99"},
+      {"--beta2", "0.99"},
       {"--batch", "12"},           {"--weight-decay", "0.1"},     {"--grad-clip", "1"},
       {"--schedule", "warmup_cosine"}, {"--log-every", "50"},
   };
@@ -158,8 +160,9 @@ bool given(const CLI::App& app, const std::string& flag) {
 
 // An option of the other task is a mistake worth saying, not a flag silently ignored.
 void check_task_options(const CLI::App& app, const TrainConfig& t) {
-  const std::vector<std::string> text_only = {"--steps", "--eval-every", "--eval-batches",
-                                              "--text-file", "--tokenizer", "--block"};
+  const std::vector<std::string> text_only = {"--steps",     "--eval-every", "--eval-batches",
+                                              "--text-file", "--tokenizer",  "--block",
+                                              "--new-vocabulary"};
   // (eval's --batch and --seed mean text windows; for images they are simply unused)
   const std::vector<std::string> image_only = {"--epochs", "--limit-train", "--limit-test",
                                                "--eval-batch", "--augment", "--crop-padding"};
@@ -170,6 +173,50 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
                                                  : " (it is for --data text)"));
     }
   }
+}
+
+// The ranks this run will have: the simulated ones, else the MPI processes (main() initializes
+// MPI before the options are finished when a launcher started this process), else one.
+int launch_world(const TrainConfig& t) {
+  if (t.sim_ranks > 0) return t.sim_ranks;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized == 0) return 1;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+// The evaluation interval of a text run the user gave none: `preferred` steps, or the divisor of
+// --steps nearest below it that is at least half of it (periods all have the same length,
+// train/language_model.hpp); failing that, the run's length: one evaluation, at its end.
+std::int64_t default_eval_every(std::int64_t steps, std::int64_t preferred) {
+  const std::int64_t want = std::min(preferred, steps);
+  for (std::int64_t d = want; d > 0 && 2 * d >= want; --d) {
+    if (steps % d == 0) return d;
+  }
+  return steps;
+}
+
+// The text runs' floor of the cosine schedule when the user gives none: 1e-4 (nanoGPT's CPU
+// run), or a tenth of a learning rate below 1e-3, so that it never exceeds --lr.
+constexpr double kTextMinLr = 1e-4;
+
+// A default never fails a run: those the user left unset adapt to what the user did set (the run's
+// length, its learning rate, its number of ranks), and what the user set is checked against the
+// rest here, in the flags' own words, before anything is loaded.
+void adapt_defaults(Command& c, const std::set<std::string>& user_set) {
+  if (c.app->get_name() != "train") return;
+  TrainConfig& t = c.config;
+  auto set_by_user = [&](const char* flag) { return user_set.contains(flag); };
+  if (is_text(t)) {
+    if (!set_by_user("--eval-every")) t.eval_every = default_eval_every(t.steps, t.eval_every);
+    if (!set_by_user("--min-lr")) t.min_lr = std::min(kTextMinLr, t.lr / 10.0);
+  }
+  // Every rank needs a row of every micro-batch: a default batch grows to cover the ranks.
+  const std::int64_t world = launch_world(t);
+  if (!set_by_user("--batch")) t.batch = std::max(t.batch, world * t.accum);
+  if (is_text(t)) check_schedule(t, t.steps);  // an image run's length is known once loaded
 }
 
 }  // namespace
@@ -189,7 +236,9 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--steps", t.steps, "text: optimizer steps of the run")
       ->check(whole_in(1, kMaxSteps));
   a.add_option("--eval-every", t.eval_every,
-               "text: steps between evaluations of the validation loss (must divide --steps)")
+               "text: steps between evaluations of the validation loss, a divisor of --steps (default "
+               "250, or the divisor of --steps nearest below it and at least half of it, else "
+               "--steps: one evaluation at the end)")
       ->check(whole_in(1, kMaxSteps));
   a.add_option("--block", t.block,
                "text: tokens per window, up to the preset's block (0: the preset's)")
@@ -231,7 +280,8 @@ void add_train_command(CLI::App& app, Command& c) {
       ->check(CLI::IsMember(kScheduleNames.names()));
   a.add_option("--warmup", t.warmup, "Warmup steps (warmup, warmup_cosine)")
       ->check(whole_in(0, kMaxSteps));
-  a.add_option("--min-lr", t.min_lr, "Final learning rate of warmup_cosine")
+  a.add_option("--min-lr", t.min_lr, "Final learning rate of warmup_cosine (default 0; text: 1e-4, or --lr/10 below "
+               "--lr 1e-3)")
       ->check(real_in(0.0, kMaxLr));
   a.add_option("--grad-clip", t.grad_clip, "Clip gradients to this global norm (0: off)")
       ->check(real_in(0.0, kMaxLr));
@@ -298,6 +348,9 @@ void add_train_command(CLI::App& app, Command& c) {
                "Start from these weights instead of the initializer: a .safetensors (noeira "
                "export's, or PyTorch's under --names pytorch) or a model.h5 of the same preset; "
                "every name and shape is checked");
+  a.add_flag("--new-vocabulary", t.new_vocabulary,
+             "text: --init-from a language model trained on another vocabulary than this run's "
+             "corpus gives (fine-tuning on new text; refused without this flag)");
   a.add_option("--resume", t.resume,
                "Continue from a checkpoint: latest (of --checkpoint-dir) or a path; any number "
                "of ranks and any policy");
@@ -333,6 +386,11 @@ void add_eval_command(CLI::App& app, Command& c) {
 
 void finish_config(Command& c) {
   if (!c.config_file.empty()) apply_json_config(*c.app, c.config_file, c.sibling);
+  // What the user set (on the command line or in the config file), before any default fills in.
+  std::set<std::string> user_set;
+  for (const CLI::Option* opt : c.app->get_options()) {
+    if (opt->count() > 0) user_set.insert(opt->get_name());
+  }
   // A default only fills a flag left unset: given flags (and a config file's) win.
   auto default_to = [&](const std::string& flag, const std::string& value) {
     CLI::Option* opt = c.app->get_option_no_throw(flag);
@@ -374,6 +432,7 @@ void finish_config(Command& c) {
       default_to(std::string(d.flag), std::string(d.value));
     }
   }
+  adapt_defaults(c, user_set);
   c.config.log_format = parse_log_format(c.log_format);
   set_threads(c.config.threads);
 }

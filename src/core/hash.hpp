@@ -3,7 +3,9 @@
 // layer paths (the same name gives the same stream on every machine and rank count).
 #include <cstdint>
 #include <cstring>
+#include <cstdio>
 #include <span>
+#include <string>
 #include <string_view>
 
 namespace noeira {
@@ -31,6 +33,13 @@ std::uint64_t hash_words(std::span<const T> data, std::uint64_t h = 146959810393
     h *= 1099511628211ull;
   }
   return h;
+}
+
+// A hash as messages show it: 16 hexadecimal digits.
+inline std::string hex64(std::uint64_t h) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
 }
 
 }  // namespace noeira

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/finite.hpp"
+#include "core/hash.hpp"
 #include "distributed/host_collectives.hpp"
 #include "io/checkpoint_reader.hpp"
 #include "kernels/error.hpp"
@@ -100,14 +101,18 @@ io::CheckpointDirLock claim_checkpoint_dir(const TrainConfig& cfg) {
     const std::filesystem::path from = io::resolve_checkpoint(resume_path(cfg));
     if (std::filesystem::equivalent(from.parent_path(), dir, ec)) return lock;
   }
-  if (cfg.overwrite_checkpoints) {
-    io::discard_checkpoints(dir);
-    return lock;
-  }
+  // Discarded when the run's records begin (discard_replaced_checkpoints), not now: a run
+  // refused before then keeps them.
+  if (cfg.overwrite_checkpoints) return lock;
   throw InputError(detail::concat(
       "--checkpoint-dir ", dir.string(), ": holds the checkpoints of another run (newest ",
       latest->filename().string(),
       "); continue it with --resume latest, or pass --overwrite-checkpoints to discard them"));
+}
+
+void discard_replaced_checkpoints(const TrainConfig& cfg) {
+  if (!cfg.overwrite_checkpoints || !io::latest_checkpoint(cfg.checkpoint_dir)) return;
+  io::discard_checkpoints(cfg.checkpoint_dir);
 }
 
 std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::WalkUnits& walk,
@@ -148,6 +153,7 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                  detail::concat("logged loss sum of rank ", r), " (before a checkpoint)", cfg);
   }
   meta.counters["window_samples"] = static_cast<std::uint64_t>(cursor.window_samples);
+  if (cfg.data_fingerprint != 0) meta.counters["data_fingerprint"] = cfg.data_fingerprint;
   meta.labels = {{"model", cfg.model},
                  {"optimizer", cfg.optimizer},
                  {"schedule", cfg.schedule},
@@ -241,6 +247,15 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
   same("block", counter("block"), static_cast<std::uint64_t>(cfg.block));
   same("limit-train (training samples)", counter("train_samples"),
        static_cast<std::uint64_t>(train_samples));
+  // The same sizes are not the same data (a corpus with its lines shuffled, another file of as
+  // many images): the data's hash, where the checkpoint has one (older ones do not).
+  if (meta.counters.contains("data_fingerprint") && cfg.data_fingerprint != 0 &&
+      counter("data_fingerprint") != cfg.data_fingerprint) {
+    throw InputError(detail::concat(
+        where, ": saved by a run on other data (hash ", hex64(counter("data_fingerprint")),
+        ", this run's ", hex64(cfg.data_fingerprint),
+        "): a resumed run must train on the same data to continue exactly"));
+  }
   if (label("vocabulary") != (cfg.vocabulary.empty() ? std::string("?") : cfg.vocabulary)) {
     throw InputError(detail::concat(where, ": saved with another vocabulary (tokenizer) than this "
                                            "run's corpus and --tokenizer give"));

@@ -50,9 +50,12 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
 // Takes cfg.checkpoint_dir for this run (io::CheckpointDirLock: created, writable, no other run in
 // it) for as long as the lock lives. A directory holding committed checkpoints is another run's
 // unless this run resumes from one of them: refused (InputError naming both ways out), or, with
-// --overwrite-checkpoints, emptied of them now. One caller per run: rank 0, or the process of
-// simulated ranks.
+// --overwrite-checkpoints, emptied when the run begins (discard_replaced_checkpoints). One
+// caller per run: rank 0, or the process of simulated ranks.
 io::CheckpointDirLock claim_checkpoint_dir(const TrainConfig& cfg);
+// Under --overwrite-checkpoints, discards the checkpoints the claimed directory holds; called
+// (with the lock held) when the run's records begin, so that a refused run keeps them.
+void discard_replaced_checkpoints(const TrainConfig& cfg);
 
 // --resume: "latest" in cfg.checkpoint_dir, or a path.
 std::filesystem::path resume_path(const TrainConfig& cfg);

@@ -50,7 +50,8 @@ nlohmann::json to_json(const TrainConfig& c) {
               {"steps", c.steps},
               {"eval-every", c.eval_every},
               {"eval-batches", c.eval_batches},
-              {"block", c.block}});
+              {"block", c.block},
+              {"new-vocabulary", c.new_vocabulary}});
   } else {
     j.update({{"limit-train", c.limit_train},
               {"limit-test", c.limit_test},
@@ -73,7 +74,21 @@ OptimizerConfig optimizer_config(const TrainConfig& c) {
   return o;
 }
 
+void check_schedule(const TrainConfig& c, std::int64_t total_steps) {
+  if (parse_schedule_kind(c.schedule) != ScheduleKind::WarmupCosine) return;
+  if (c.warmup >= total_steps) {
+    throw InputError(detail::concat("--warmup ", c.warmup, " is not shorter than the run's ",
+                                    total_steps, " steps: --schedule warmup_cosine decays after "
+                                    "its warmup (give a shorter --warmup or a longer run)"));
+  }
+  if (c.min_lr > c.lr) {
+    throw InputError(detail::concat("--min-lr ", c.min_lr, " is above --lr ", c.lr,
+                                    ": warmup_cosine decays from --lr down to --min-lr"));
+  }
+}
+
 LrSchedule lr_schedule(const TrainConfig& c, std::int64_t total_steps) {
+  check_schedule(c, total_steps);
   LrSchedule s;
   s.kind = parse_schedule_kind(c.schedule);
   s.base_lr = static_cast<float>(c.lr);
@@ -115,6 +130,12 @@ void validate(const TrainConfig& c) {
   positive(c.steps, "steps");
   positive(c.eval_every, "eval-every");
   positive(c.eval_batches, "eval-batches");
+  // Before anything is loaded (the text task checks the same when it is built).
+  if (is_text(c) && (c.eval_every > c.steps || c.steps % c.eval_every != 0)) {
+    throw InputError(detail::concat("--eval-every ", c.eval_every, " does not divide --steps ",
+                                    c.steps, " (each period of --eval-every steps ends with an "
+                                    "evaluation)"));
+  }
   non_negative(static_cast<double>(c.block), "block");
   positive(c.batch, "batch");
   positive(c.eval_batch, "eval-batch");
@@ -133,6 +154,9 @@ void validate(const TrainConfig& c) {
   non_negative(static_cast<double>(c.threads), "threads");
   non_negative(static_cast<double>(c.sim_ranks), "sim-ranks");
   non_negative(static_cast<double>(c.checkpoint_every), "checkpoint-every");
+  if (c.new_vocabulary && c.init_from.empty()) {
+    throw InputError("--new-vocabulary applies to --init-from (a language model to start from)");
+  }
   if (c.resume == "latest" && c.checkpoint_dir.empty()) {
     throw InputError("--resume latest needs --checkpoint-dir (where to look for `latest`)");
   }

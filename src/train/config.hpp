@@ -122,6 +122,12 @@ struct TrainConfig {
   // Text: the run's tokenizer (Tokenizer::to_text), set when the corpus is loaded, not by a flag;
   // stored with the parameters and checkpoints so that generation needs no corpus.
   std::string vocabulary;
+  // --init-from a language model of another vocabulary than this run's corpus gives: meant
+  // (fine-tuning on new text, the embedding rows taking new tokens' meanings), else refused.
+  bool new_vocabulary = false;
+  // The hash of the data the run trains on (the ranks compare it at start-up), set when the data
+  // is loaded, not by a flag; stored in checkpoints, so that a resume on other data is refused.
+  std::uint64_t data_fingerprint = 0;
 };
 
 // The JSON form of a configuration, with the command line's option names as keys.
@@ -129,6 +135,9 @@ nlohmann::json to_json(const TrainConfig& config);
 
 // The optimizer and schedule the configuration names (InputError for unknown names or values).
 OptimizerConfig optimizer_config(const TrainConfig& config);
+// The schedule's options against a run of `total_steps` steps, in the flags' words: a warmup
+// that warmup_cosine leaves no steps to decay in, a --min-lr above --lr.
+void check_schedule(const TrainConfig& config, std::int64_t total_steps);
 LrSchedule lr_schedule(const TrainConfig& config, std::int64_t total_steps);
 
 // The target --device names: "cpu" or "cuda"; anything else is an InputError.

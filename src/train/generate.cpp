@@ -79,6 +79,12 @@ std::string run_generate(const GenerateConfig& g) {
     if constexpr (!LanguageModel<M>) {
       throw InputError(detail::concat("model '", cfg.model, "' is not a language model"));
     } else {
+      // A stored vocabulary of more ids than the model has logits is not this model's.
+      if (tokenizer.vocab_size() > M::vocab) {
+        throw InputError(detail::concat(saved.source(), ": its vocabulary has ",
+                                        tokenizer.vocab_size(), " ids, more than model '",
+                                        cfg.model, "' has rows (", M::vocab, ")"));
+      }
       Context ctx = Context::for_target(target);
       ctx.mode = Mode::Eval;
       M model(model_init<M>(cfg, target));

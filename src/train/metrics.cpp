@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "kernels/error.hpp"
 
@@ -43,11 +44,23 @@ nlohmann::json to_json(const EpochRecord& r) {
 }
 
 MetricsFile::MetricsFile(const std::filesystem::path& file, bool append)
-    : path_(file), out_(file, append ? std::ios::app : std::ios::trunc) {
-  if (!out_) throw InputError(detail::concat(file.string(), ": cannot create the metrics file"));
+    : path_(file), append_(append) {
+  open();
+}
+
+MetricsFile::MetricsFile(const std::filesystem::path& file, bool append,
+                         std::function<void()> before_open)
+    : path_(file), append_(append), before_open_(std::move(before_open)) {}
+
+void MetricsFile::open() {
+  if (out_.is_open()) return;
+  if (before_open_) before_open_();
+  out_.open(path_, append_ ? std::ios::app : std::ios::trunc);
+  if (!out_) throw InputError(detail::concat(path_.string(), ": cannot create the metrics file"));
 }
 
 void MetricsFile::write(const nlohmann::json& record) {
+  open();
   out_ << record.dump() << '\n';
   out_.flush();
   if (!out_) throw Error(detail::concat(path_.string(), ": write failed (disk full?)"));

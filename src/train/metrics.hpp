@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json_fwd.hpp>
 #include <string_view>
@@ -73,11 +74,20 @@ class MetricsFile {
   // Creates (truncates) the file, or appends to it (a resumed run continues its records); an
   // unwritable path is an InputError naming it.
   explicit MetricsFile(const std::filesystem::path& file, bool append = false);
+  // Creates nothing yet: open() calls `before_open` (which writes what else the run records
+  // beside the metrics) and then creates or appends. A run's records are opened once every check
+  // that can refuse the run has passed (train/trainer.hpp), so that a refused run writes nothing.
+  MetricsFile(const std::filesystem::path& file, bool append,
+              std::function<void()> before_open);
+  // Idempotent; write() opens first.
+  void open();
   void write(const nlohmann::json& record);
   const std::filesystem::path& path() const { return path_; }
 
  private:
   std::filesystem::path path_;
+  bool append_ = false;
+  std::function<void()> before_open_;
   std::ofstream out_;
 };
 

@@ -2,15 +2,11 @@
 
 #include <cblas.h>
 #include <omp.h>
-#include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -18,6 +14,7 @@
 #include <vector>
 
 #include "core/bf16_activation.hpp"
+#include "core/hash.hpp"
 #include "distributed/mpi_check.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
@@ -32,18 +29,14 @@
 #include "train/model_description.hpp"
 #include "train/presets.hpp"
 #include "train/run_data.hpp"
+#include "train/run_files.hpp"
 #include "train/saved_model.hpp"
+#include "train/tokenizer.hpp"
 #include "train/weights_file.hpp"
 
 namespace noeira {
 
 namespace {
-
-void write_config(const std::filesystem::path& file, const TrainConfig& cfg) {
-  std::ofstream out(file);
-  out << to_json(cfg).dump(2) << '\n';
-  if (!out) throw InputError(detail::concat(file.string(), ": cannot write the configuration"));
-}
 
 dist::PolicyOptions policy_options(const TrainConfig& cfg) {
   dist::PolicyOptions o;
@@ -68,55 +61,17 @@ std::string oversubscription(int process_threads) {
                         "--map-by slot:PE=<threads> gives each rank its cores)");
 }
 
-// What rank 0 of a run writes besides the metrics: <out>/config.json now, <out>/model.h5 at the
-// end. Created before any rank starts, so a bad --out fails before training.
-struct RunFiles {
-  std::filesystem::path out;
-  std::optional<MetricsFile> metrics;
+// What rank 0 holds for the life of a run: the checkpoint directory's lock (none without
+// checkpoints), the run's files, and the directories it made, removed again if it is refused
+// before its records begin (train/run_files.hpp).
+struct RunClaim {
+  NewDirectories checkpoint_dirs;
+  std::optional<io::CheckpointDirLock> lock;
+  NewDirectories out_dirs;
+  RunFiles files;
 };
 
-// The default output directory, runs/<model>-<data>-<time>, made by this run alone: mkdir(2)
-// fails when the name exists, and the next suffix (-2, -3, ...) is tried, so two runs started in
-// the same second never share one.
-std::filesystem::path create_default_out_dir(const TrainConfig& cfg) {
-  const std::filesystem::path base = default_out_dir(cfg);
-  std::error_code ec;
-  std::filesystem::create_directories(base.parent_path(), ec);
-  if (ec) {
-    throw InputError(detail::concat(base.parent_path().string(),
-                                    ": cannot create the output directory (", ec.message(), ")"));
-  }
-  for (int n = 1;; ++n) {
-    std::filesystem::path dir = base;
-    if (n > 1) dir += detail::concat("-", n);
-    if (::mkdir(dir.c_str(), 0777) == 0) return dir;
-    if (errno != EEXIST || n == 1000) {
-      throw InputError(detail::concat(dir.string(), ": cannot create the output directory (",
-                                      std::strerror(errno), ")"));
-    }
-  }
-}
-
-RunFiles open_run_files(const TrainConfig& cfg) {
-  RunFiles files;
-  std::error_code ec;
-  if (cfg.out.empty()) {
-    files.out = create_default_out_dir(cfg);
-  } else {
-    files.out = cfg.out;
-    std::filesystem::create_directories(files.out, ec);
-  }
-  if (ec) {
-    throw InputError(detail::concat(files.out.string(), ": cannot create the output directory (",
-                                    ec.message(), ")"));
-  }
-  write_config(files.out / "config.json", cfg);
-  files.metrics.emplace(files.out / "metrics.jsonl", /*append=*/!cfg.resume.empty());
-  return files;
-}
-
-// The checkpoint directory's lock for the life of the run (none without checkpoints), saying so
-// when its file system cannot lock at all.
+// The checkpoint directory's lock, saying so when its file system cannot lock at all.
 std::optional<io::CheckpointDirLock> claim_for_run(const TrainConfig& cfg, Progress& progress) {
   if (cfg.checkpoint_dir.empty()) return std::nullopt;
   std::optional<io::CheckpointDirLock> lock(claim_checkpoint_dir(cfg));
@@ -126,6 +81,23 @@ std::optional<io::CheckpointDirLock> claim_for_run(const TrainConfig& cfg, Progr
                                  "out of it"));
   }
   return lock;
+}
+
+// Claims the checkpoint directory, then the output directory; when the records begin, the
+// checkpoints that --overwrite-checkpoints replaces are discarded and the new directories kept.
+std::unique_ptr<RunClaim> claim_run(const TrainConfig& cfg, Progress& progress) {
+  auto claim = std::make_unique<RunClaim>();
+  if (!cfg.checkpoint_dir.empty()) {
+    claim->checkpoint_dirs = NewDirectories(cfg.checkpoint_dir, {io::kCheckpointLockFile});
+  }
+  if (auto lock = claim_for_run(cfg, progress)) claim->lock.emplace(std::move(*lock));
+  RunClaim* held = claim.get();
+  claim->files = claim_run_files(cfg, claim->out_dirs, [&cfg, held] {
+    discard_replaced_checkpoints(cfg);
+    held->checkpoint_dirs.keep();
+    held->out_dirs.keep();
+  });
+  return claim;
 }
 
 // One rank's whole run: build the model, hand its parameters to the sharding policy, make the
@@ -269,6 +241,62 @@ std::unique_ptr<dist::ProcessGroup> make_rank_group(Target target,
 #endif
 }
 
+// What the preset alone can refuse of the options, and weights to start from that do not fit it:
+// before the (slow) data load.
+template <Module M>
+void check_preset_options(const TrainConfig& cfg) {
+  check_preset_suits_data<M>(cfg);
+  if (cfg.batchnorm == "local" || cfg.checkpoint_activations || cfg.fp32_activations) {
+    M probe(model_init<M>(cfg, Target::Cpu));
+    if (cfg.batchnorm == "local" && dist::walk_units(probe).buffers.empty()) {
+      throw InputError(detail::concat("--batchnorm local: model '", cfg.model,
+                                      "' has no batch normalization"));
+    }
+    if (cfg.checkpoint_activations && checkpoint_sites(probe) == 0) {
+      throw InputError(detail::concat("--checkpoint-activations: model '", cfg.model,
+                                      "' has no blocks to checkpoint (the gpt, vit and resnet "
+                                      "models have)"));
+    }
+    if (cfg.fp32_activations && bf16_activation_sites(probe) == 0) {
+      throw InputError(detail::concat("--fp32-activations: model '", cfg.model,
+                                      "' holds no activation in bf16 (the gpt and vit models "
+                                      "do)"));
+    }
+  }
+  if (!cfg.init_from.empty()) {
+    // A file that does not fit the model fails now, not after the (slow) data load; a
+    // safetensors file's table of contents before the model is even built (a few bytes naming
+    // gpt2-124m must not cost its memory first).
+    if (io::is_safetensors_path(cfg.init_from)) {
+      check_weights_before_building(io::SafetensorsFile::open(cfg.init_from), cfg.model,
+                                    cfg.names);
+    }
+    M probe(model_init<M>(cfg, Target::Cpu));
+    load_weights_file(cfg.init_from, cfg.model, cfg.names, dist::walk_units(probe),
+                      non_finite_policy(cfg));
+  }
+}
+
+// The vocabulary of the language model --init-from names, against this run's: the same token
+// ids for other tokens would give every embedding row another meaning without a word. Refused
+// unless --new-vocabulary says that is meant; a file that stores none (PyTorch's) cannot be
+// checked.
+void check_init_vocabulary(const TrainConfig& cfg) {
+  TrainConfig source = cfg;
+  source.params = cfg.init_from;
+  const std::string stored = SavedModel::open(source).vocabulary();
+  if (stored.empty() || stored == cfg.vocabulary || cfg.new_vocabulary) return;
+  auto described = [](const std::string& vocabulary) {
+    const Tokenizer t = Tokenizer::from_text(vocabulary);
+    return detail::concat(to_string(t.kind()), ", ", t.vocab_size(), " ids");
+  };
+  throw InputError(detail::concat(
+      "--init-from ", cfg.init_from, ": trained on another vocabulary (", described(stored),
+      ") than this run's corpus gives (", described(cfg.vocabulary),
+      "): its embedding rows would stand for other tokens; pass --new-vocabulary to fine-tune "
+      "on this text anyway"));
+}
+
 }  // namespace
 
 std::string default_out_dir(const TrainConfig& cfg) {
@@ -280,11 +308,11 @@ std::string default_out_dir(const TrainConfig& cfg) {
   return detail::concat("runs/", cfg.model, "-", cfg.data, "-", stamp);
 }
 
-TrainOutcome run_train(const TrainConfig& given) {
-  TrainConfig cfg = given;
+void check_train_config(const TrainConfig& cfg) {
   validate(cfg);
   if (!is_text(cfg)) (void)parse_dataset_kind(cfg.data);
   // Resolve every name before the (slow) data load, so a typo fails at once.
+  with_preset(cfg.model, []<class M>(std::type_identity<M>) {});
   (void)optimizer_config(cfg);
   (void)parse_schedule_kind(cfg.schedule);
   (void)dist::parse_policy(cfg.policy);
@@ -292,7 +320,7 @@ TrainOutcome run_train(const TrainConfig& given) {
     throw InputError("--init-from and --resume: a resumed run continues its own weights; give one");
   }
   if (!cfg.names.empty()) (void)kNameSchemeNames.parse(cfg.names);
-  const Target target = run_target(cfg);
+  (void)run_target(cfg);
   const bool mpi = dist::MpiRuntime::launched_by_mpi();
   if (mpi && cfg.sim_ranks > 0) {
     throw InputError(detail::concat("--sim-ranks ", cfg.sim_ranks,
@@ -306,6 +334,13 @@ TrainOutcome run_train(const TrainConfig& given) {
             : detail::concat(" needs --sim-ranks of at least as many ranks (got --sim-ranks ",
                              cfg.sim_ranks, ")")));
   }
+}
+
+TrainOutcome run_train(const TrainConfig& given) {
+  TrainConfig cfg = given;
+  check_train_config(cfg);
+  const Target target = run_target(cfg);
+  const bool mpi = dist::MpiRuntime::launched_by_mpi();
   // Before anything that depends on the settings, collectives above all: ranks started with
   // other options would post collectives that do not match.
   if (mpi) dist::check_ranks_agree(MPI_COMM_WORLD, rank_settings(cfg));
@@ -316,32 +351,9 @@ TrainOutcome run_train(const TrainConfig& given) {
   group_options.timeout = dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
 
   return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
-    check_preset_suits_data<M>(cfg);
-    if (cfg.batchnorm == "local" || cfg.checkpoint_activations || cfg.fp32_activations) {
-      M probe(model_init<M>(cfg, Target::Cpu));
-      if (cfg.batchnorm == "local" && dist::walk_units(probe).buffers.empty()) {
-        throw InputError(detail::concat("--batchnorm local: model '", cfg.model,
-                                        "' has no batch normalization"));
-      }
-      if (cfg.checkpoint_activations && checkpoint_sites(probe) == 0) {
-        throw InputError(detail::concat("--checkpoint-activations: model '", cfg.model,
-                                        "' has no blocks to checkpoint (the gpt, vit and resnet "
-                                        "models have)"));
-      }
-      if (cfg.fp32_activations && bf16_activation_sites(probe) == 0) {
-        throw InputError(detail::concat("--fp32-activations: model '", cfg.model,
-                                        "' holds no activation in bf16 (the gpt and vit models "
-                                        "do)"));
-      }
-    }
-    if (!cfg.init_from.empty()) {
-      // A file that does not fit the model fails now, not after the (slow) data load.
-      M probe(model_init<M>(cfg, Target::Cpu));
-      load_weights_file(cfg.init_from, cfg.model, cfg.names, dist::walk_units(probe),
-                        non_finite_policy(cfg));
-    }
-    if (mpi) select_rank_device(target);
-    const auto run = [&] {
+    // What only the preset and the data can refuse, checked and loaded alike on every rank: under
+    // MPI a refusal is said once (dist::agree_on_success), not once per rank.
+    auto load = [&] {
       if constexpr (LanguageModel<M>) {
         TextRun text = load_text_run(cfg, target, M::vocab);
         cfg.vocabulary = text.tokenizer.to_text();
@@ -349,14 +361,26 @@ TrainOutcome run_train(const TrainConfig& given) {
       } else {
         return load_image_run(cfg, target, M::in_dim);
       }
-    }();
+    };
+    std::optional<decltype(load())> loaded;
+    auto prepare = [&] {
+      check_preset_options<M>(cfg);
+      loaded.emplace(load());
+      cfg.data_fingerprint = loaded->fingerprint;
+      if (LanguageModel<M> && !cfg.init_from.empty()) check_init_vocabulary(cfg);
+    };
+    if (mpi) {
+      select_rank_device(target);  // collective
+      dist::agree_on_success(MPI_COMM_WORLD, prepare);
+    } else {
+      prepare();
+    }
+    const auto& run = *loaded;
 
     // The same options can still read other data: another file at the same path on another node.
     if (mpi) {
-      char hash[24];
-      std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(run.fingerprint));
-      const dist::Setting data{"the data",
-                               detail::concat("hash ", hash, " of ", run.describe(cfg))};
+      const dist::Setting data{"the data", detail::concat("hash ", hex64(run.fingerprint), " of ",
+                                                         run.describe(cfg))};
       dist::check_ranks_agree(MPI_COMM_WORLD, std::span(&data, 1));
     }
 
@@ -400,18 +424,20 @@ TrainOutcome run_train(const TrainConfig& given) {
       // One rank per process; main() owns MPI initialization (dist::MpiRuntime). --threads is
       // per rank, as main() set it.
       const std::unique_ptr<dist::ProcessGroup> group = make_rank_group(target, group_options);
-      std::optional<RunFiles> files;
-      // Rank 0 alone locks the checkpoint directory (io/checkpoint_lock.hpp says why); when it
-      // cannot, its error aborts the job before any rank writes.
-      const std::optional<io::CheckpointDirLock> lock =
-          group->rank() == 0 ? claim_for_run(cfg, progress) : std::nullopt;
+      // Rank 0 alone locks the checkpoint directory (io/checkpoint_lock.hpp says why) and owns
+      // the output directory; when it cannot, its error aborts the job before any rank writes.
+      std::unique_ptr<RunClaim> claim;
+      // Rank 0's refusal (another run's directory) ends every rank alike, said once.
+      dist::agree_on_success(MPI_COMM_WORLD, [&] {
+        if (group->rank() == 0) claim = claim_run(cfg, progress);
+      });
       if (group->rank() == 0) {
-        files = open_run_files(cfg);
-        outcome.out_dir = files->out.string();
+        outcome.out_dir = claim->files.out.string();
         header(group->size(), group->backend(), group->nodes(), omp_get_max_threads());
       }
+      RunFiles* files = claim ? &claim->files : nullptr;
       const TrainSummary summary =
-          train_rank<M>(cfg, *group, run, files ? &progress : nullptr, files ? &*files : nullptr);
+          train_rank<M>(cfg, *group, run, files ? &progress : nullptr, files);
       // Every rank returns its summary: the stop signal and the checkpoint are valid on all,
       // so every process of a stopped job exits "to be resumed".
       outcome.summary = summary;
@@ -421,8 +447,8 @@ TrainOutcome run_train(const TrainConfig& given) {
 
     // N simulated ranks (threads) of this process, or one: the same policy code either way.
     const int threads = std::max(1, all_threads / world);
-    const std::optional<io::CheckpointDirLock> lock = claim_for_run(cfg, progress);
-    RunFiles files = open_run_files(cfg);
+    const std::unique_ptr<RunClaim> claim = claim_run(cfg, progress);
+    RunFiles& files = claim->files;
     outcome.out_dir = files.out.string();
     header(world, cfg.sim_ranks > 0 ? "simulated" : "single process",
            dist::simulated_nodes(world, cfg.sim_ranks_per_node).several_nodes(), threads);

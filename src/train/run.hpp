@@ -21,6 +21,11 @@ struct TrainOutcome {
 // --out, the output directory is a new one (TrainOutcome::out_dir).
 TrainOutcome run_train(const TrainConfig& config);
 
+// What run_train checks first, before anything is loaded: every option against the others, the
+// names (preset, data set, optimizer, policy...), the device and the launch. No collective: under
+// mpirun main() runs it on every rank alike, to say a refusal once (dist::agree_on_success).
+void check_train_config(const TrainConfig& config);
+
 // Loads <config.params> (or the checkpoint config.eval_checkpoint) into the preset (config.model,
 // or the one the file names when empty) and evaluates it on its task's held-out data: the test
 // split of images, or the validation windows of the text corpus (mean loss per token).

@@ -119,6 +119,9 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
                                    " (", start.samples_seen, " samples seen)"));
     }
   }
+  // Every check that can refuse the run has passed: its records begin (nothing before, so that a
+  // refused run leaves nothing behind, train/run_files.hpp).
+  if (metrics != nullptr) metrics->open();
   // Every period has `steps` steps (load_checkpoint checked the batch and the data), so the step
   // count says where to continue.
   const std::int64_t first_period = start.step / steps;
