@@ -205,7 +205,7 @@ TEST(CheckpointKill, SigkillAtRandomMomentsLeavesALoadableLatest) {
         ckpt.string(), "--checkpoint-every", "1"};
     std::vector<std::string> args = common;
     for (const char* a : {"--epochs", "5000", "--out"}) args.emplace_back(a);
-    args.push_back((dir / "run").string());
+    args.push_back((dir / ("run-" + std::to_string(trial))).string());  // each run its own
     const pid_t pid = spawn_noeira(dir, args);
     ASSERT_GT(pid, 0);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -235,7 +235,7 @@ TEST(CheckpointKill, SigkillAtRandomMomentsLeavesALoadableLatest) {
     std::string line;
     for (const std::string& a : args) line += "'" + a + "' ";
     const Output resumed = noeira(dir, line + std::to_string(samples / 100) + " --out " +
-                                           (dir / "resumed").string());
+                                           (dir / ("resumed-" + std::to_string(trial))).string());
     ASSERT_EQ(resumed.code, 0) << resumed.err;
     EXPECT_NE(resumed.out.find("at step " + std::to_string(step) + " "), std::string::npos)
         << resumed.out;

@@ -71,16 +71,21 @@ TEST(CliNothingLost, OutHoldingAnotherRunIsRefusedAndKeepsItsFiles) {
   EXPECT_EQ(slurp(first / "metrics.jsonl"), metrics);
   EXPECT_EQ(slurp(first / "model.h5"), model);
 
-  // A directory holding anything else is not taken either; an empty one is.
+  // Any one of the records is another run's; other files are left alone beside a new run's.
+  for (const char* record : {"config.json", "metrics.jsonl", "model.h5"}) {
+    const std::filesystem::path other = dir / (std::string("other-") + record);
+    std::filesystem::create_directories(other);
+    std::ofstream(other / record) << "theirs\n";
+    expect_one_error_line(noeira(dir, run + "--out " + other.string()),
+                          "holds another run's records (" + std::string(record) + ")");
+    EXPECT_EQ(slurp(other / record), "theirs\n");
+  }
   std::filesystem::create_directories(dir / "mine");
   std::ofstream(dir / "mine" / "notes.txt") << "keep me\n";
-  expect_one_error_line(noeira(dir, run + "--out " + (dir / "mine").string()),
-                        "is not empty (notes.txt)");
+  const Output mine = noeira(dir, run + "--out " + (dir / "mine").string());
+  EXPECT_EQ(mine.code, 0) << mine.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "mine" / "model.h5"));
   EXPECT_EQ(slurp(dir / "mine" / "notes.txt"), "keep me\n");
-  std::filesystem::create_directories(dir / "empty");
-  const Output empty = noeira(dir, run + "--out " + (dir / "empty").string());
-  EXPECT_EQ(empty.code, 0) << empty.err;
-  EXPECT_TRUE(std::filesystem::exists(dir / "empty" / "model.h5"));
 }
 
 TEST(CliNothingLost, ARunRefusedAfterItsClaimLeavesNothingBehind) {
@@ -100,15 +105,14 @@ TEST(CliNothingLost, ARunRefusedAfterItsClaimLeavesNothingBehind) {
 
   // A new checkpoint directory is removed with it; a refused --overwrite-checkpoints discards
   // nothing.
-  std::filesystem::create_directories(dir / "taken");
-  std::ofstream(dir / "taken" / "x") << "x";
-  expect_one_error_line(noeira(dir, run + "--checkpoint-dir " + (dir / "c2" / "c").string() +
-                                        " --out " + (dir / "taken").string()),
-                        "is not empty");
+  const std::string taken = " --out " + (dir / "first").string();  // another run's records
+  expect_one_error_line(
+      noeira(dir, run + "--checkpoint-dir " + (dir / "c2" / "c").string() + taken),
+      "holds another run's records");
   EXPECT_FALSE(std::filesystem::exists(dir / "c2"));
   expect_one_error_line(noeira(dir, run + "--limit-train 40 --overwrite-checkpoints" + ckpt +
-                                        " --out " + (dir / "taken").string()),
-                        "is not empty");
+                                        taken),
+                        "holds another run's records");
   EXPECT_EQ(latest_step(dir / "ckpt"), 3);
   EXPECT_TRUE(std::filesystem::exists(dir / "ckpt" / "step-00000003"));
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {

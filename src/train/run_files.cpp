@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -44,24 +45,21 @@ void write_whole(const std::filesystem::path& file, const std::string& text) {
   throw InputError(detail::concat(file.string(), ": cannot write it (disk full or read-only?)"));
 }
 
-// The first few names in a directory, for a refusal that shows what is there.
-std::string some_entries(const std::filesystem::path& dir) {
+// What a run writes into its output directory (and the temporary name config.json is written
+// under): any of them there is another run's record, which this run would replace.
+constexpr std::array<const char*, 4> kRecordFiles = {"config.json", "metrics.jsonl", "model.h5",
+                                                     "config.json.tmp"};
+
+// The records of a run that `dir` holds, named for a refusal ("" when none).
+std::string records_in(const std::filesystem::path& dir) {
   std::string names;
-  int shown = 0;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (shown == 3) {
-      names += ", ...";
-      break;
+  for (const char* name : kRecordFiles) {
+    if (std::filesystem::exists(std::filesystem::symlink_status(dir / name, ec))) {
+      names += (names.empty() ? "" : ", ") + std::string(name);
     }
-    names += (shown++ == 0 ? "" : ", ") + entry.path().filename().string();
   }
   return names;
-}
-
-bool is_empty_directory(const std::filesystem::path& dir) {
-  std::error_code ec;
-  return std::filesystem::directory_iterator(dir, ec) == std::filesystem::directory_iterator();
 }
 
 // Whether `dir` holds the records of the run that this --resume continues: its config.json
@@ -110,22 +108,21 @@ std::filesystem::path create_default_out_dir(const TrainConfig& cfg, NewDirector
   }
 }
 
-// The --out the user named: new, empty, or the resumed run's own (RunFiles::continues).
+// The --out the user named: new, one without a run's records (it may hold the run's own
+// checkpoint directory, or a job script's files), or the resumed run's own
+// (RunFiles::continues).
 bool claim_given_out_dir(const TrainConfig& cfg, NewDirectories& created) {
   const std::filesystem::path dir = cfg.out;
   std::error_code ec;
   const auto status = std::filesystem::status(dir, ec);
   if (std::filesystem::exists(status)) {
     if (!std::filesystem::is_directory(status)) refuse_out(dir, "exists and is not a directory");
-    if (is_empty_directory(dir)) return false;
+    const std::string records = records_in(dir);
+    if (records.empty()) return false;
     if (is_resumed_runs_directory(dir, cfg)) return true;
-    const bool a_run = std::filesystem::exists(dir / "config.json", ec);
-    refuse_out(dir, detail::concat(
-                        a_run ? "holds another run's records (" : "is not empty (",
-                        some_entries(dir), "); give a new or empty directory",
-                        a_run ? " (a --resume of that run with its --checkpoint-dir continues "
-                                "its records there)"
-                              : ""));
+    refuse_out(dir, detail::concat("holds another run's records (", records,
+                                   "); give a new directory (a --resume of that run with its "
+                                   "--checkpoint-dir continues its records there)"));
   }
   NewDirectories fresh(dir);
   std::filesystem::create_directories(dir, ec);

@@ -6,9 +6,11 @@
 //   nothing is written into it until the run's records begin (MetricsFile::open, which the
 //   trainer calls once every check that can refuse the run has passed: the model built, the
 //   weights and the checkpoint to resume loaded).
-// - An --out that holds anything is refused: it is another run's (or the user's own files).
-//   The one exception is the directory of the run that a --resume continues, whose config.json
-//   names the same --checkpoint-dir: its metrics are appended to, its config.json replaced.
+// - An --out that holds a run's records (config.json, metrics.jsonl, model.h5) is refused: they
+//   are another run's, which this run would replace. Anything else may be there (the run's own
+//   checkpoint directory, a job script's files) and is left alone. The one exception is the
+//   directory of the run that a --resume continues, whose config.json names the same
+//   --checkpoint-dir: its metrics are appended to, its config.json replaced.
 // - A run refused before its records begin removes the directories it created (the output
 //   directory, the checkpoint directory and their new parents), so it leaves nothing behind.
 // - --overwrite-checkpoints discards the old checkpoints when the records begin, not before: a
