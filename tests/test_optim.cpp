@@ -294,7 +294,22 @@ TEST(Optimizer, ResumedStateMatchesBitForBit) {
   EXPECT_EQ(a.m.to_vector(), b.m.to_vector());
   EXPECT_EQ(a.v.to_vector(), b.v.to_vector());
   EXPECT_THROW(resumed.set_state(OptimizerState{-1, 1.0, 1.0}), InputError);
-  EXPECT_THROW(resumed.set_state(OptimizerState{3, 0.0, 0.5}), InputError);
+  EXPECT_THROW(resumed.set_state(OptimizerState{3, -0.1, 0.5}), InputError);
+  EXPECT_THROW(resumed.set_state(OptimizerState{3, 0.5, 1.5}), InputError);
+  EXPECT_THROW(resumed.set_state(OptimizerState{0, 0.9, 1.0}), InputError);
+  // --beta1 0 (allowed: no momentum) makes beta1^t zero from the first step, and a small beta's
+  // power underflows to zero: such runs' checkpoints resume too.
+  OptimizerConfig no_momentum = adam(OptimizerKind::AdamW, 0.01f, 0.01f);
+  no_momentum.beta1 = 0.0f;
+  Optimizer zero_beta(no_momentum);
+  zero_beta.begin_step();
+  ASSERT_EQ(zero_beta.state().beta1_pow, 0.0);
+  EXPECT_NO_THROW(resumed.set_state(zero_beta.state()));
+  no_momentum.beta1 = 0.5f;
+  Optimizer small_beta(no_momentum);
+  for (int s = 0; s < 1100; ++s) small_beta.begin_step();
+  ASSERT_EQ(small_beta.state().beta1_pow, 0.0);
+  EXPECT_NO_THROW(resumed.set_state(small_beta.state()));
 }
 
 TEST(Optimizer, ShardedFlatUpdatesMatchTheWholeParameter) {

@@ -44,8 +44,10 @@ void Optimizer::begin_step() {
 }
 
 void Optimizer::set_state(const OptimizerState& state) {
-  const bool pows_ok = state.beta1_pow > 0.0 && state.beta1_pow <= 1.0 &&
-                       state.beta2_pow > 0.0 && state.beta2_pow <= 1.0;
+  // Zero is the power of a beta of 0 (--beta1 0: no momentum), or of a small beta that
+  // underflowed (0.5^t from t = 1,075 on): a valid run's state, not a damaged one.
+  const bool pows_ok = state.beta1_pow >= 0.0 && state.beta1_pow <= 1.0 &&
+                       state.beta2_pow >= 0.0 && state.beta2_pow <= 1.0;
   if (state.t < 0 || !pows_ok || (state.t == 0 && (state.beta1_pow != 1.0 ||
                                                      state.beta2_pow != 1.0))) {
     throw InputError(detail::concat("optimizer: invalid step state t = ", state.t,
