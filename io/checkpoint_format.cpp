@@ -7,6 +7,8 @@
 #include <bit>
 #include <charconv>
 #include <cstdio>
+#include <limits>
+#include <set>
 
 #include "io/h5.hpp"
 #include "kernels/error.hpp"
@@ -38,6 +40,20 @@ static_assert(std::endian::native == std::endian::little, "checkpoints assume a 
 
 void hook(std::string_view stage) {
   if (auto* h = test_hooks::checkpoint_hook()) h(stage);
+}
+
+bool known_policy(std::string_view policy) {
+  return std::find(kPolicies.begin(), kPolicies.end(), policy) != kPolicies.end();
+}
+
+std::int64_t checked_numel(std::span<const std::int64_t> shape) {
+  std::int64_t n = 1;
+  for (const std::int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > std::numeric_limits<std::int64_t>::max() / d) return -1;
+    n *= d;
+  }
+  return n;
 }
 
 std::string rank_file_name(int rank) {
@@ -113,30 +129,46 @@ std::string signature_text(const Signature& signature) {
 
 Signature parse_signature(std::string_view text, const std::filesystem::path& file) {
   Signature signature;
+  std::set<std::string_view> names;
   std::size_t pos = 0;
   while (pos < text.size()) {
     const std::size_t eol = std::min(text.find('\n', pos), text.size());
     const std::string_view line = text.substr(pos, eol - pos);
     pos = eol + 1;
-    const auto bad = [&] {
-      return InputError(detail::concat(file.string(), ": malformed model signature line '", line,
-                                       "'"));
+    const auto bad = [&](std::string_view why) {
+      // The line quoted with its length bounded: the message stays one short line.
+      std::string shown;
+      for (const char c : line.substr(0, 80)) {
+        shown.push_back(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f ? c : '?');
+      }
+      return InputError(detail::concat(file.string(), ": dataset 'meta/signature': ", why,
+                                       " in line '", shown, line.size() > 80 ? "...'" : "'"));
     };
     const std::size_t space = line.find(' ');
-    if (space == std::string_view::npos || space == 0) throw bad();
-    SignatureEntry entry{std::string(line.substr(0, space)), {}};
+    if (space == std::string_view::npos || space == 0) throw bad("malformed model signature");
+    const std::string_view name = line.substr(0, space);
+    if (!valid_param_name(name) || name.size() > kMaxNameBytes) {
+      throw bad("a parameter name that cannot be stored");
+    }
+    if (!names.insert(name).second) throw bad("a parameter named twice");
+    SignatureEntry entry{std::string(name), {}};
     std::string_view dims = line.substr(space + 1);
     if (dims != "-") {
       while (true) {
         const std::size_t comma = std::min(dims.find(','), dims.size());
         std::int64_t d = -1;
         const auto [end, ec] = std::from_chars(dims.data(), dims.data() + comma, d);
-        if (ec != std::errc() || end != dims.data() + comma || d < 0) throw bad();
+        if (ec != std::errc() || end != dims.data() + comma || d < 0 || comma == 0 ||
+            dims[0] == '+' || dims[0] == '-') {
+          throw bad("malformed model signature");
+        }
         entry.shape.push_back(d);
+        if (entry.shape.size() > kMaxDims) throw bad("more dimensions than a tensor can have");
         if (comma == dims.size()) break;
         dims.remove_prefix(comma + 1);
       }
     }
+    if (checked_numel(entry.shape) < 0) throw bad("an element count that overflows");
     signature.push_back(std::move(entry));
   }
   return signature;
@@ -189,13 +221,6 @@ Handle create_group(hid_t loc, const char* name, const std::filesystem::path& fi
                 H5Gclose);
 }
 
-Handle open_group(hid_t loc, const char* name, const std::filesystem::path& file) {
-  if (!h5::path_exists(loc, name, file)) {
-    throw InputError(detail::concat(file.string(), ": group '", name, "' is missing"));
-  }
-  return Handle(NOEIRA_H5_CHECK_INPUT(H5Gopen2(loc, name, H5P_DEFAULT), file), H5Gclose);
-}
-
 }  // namespace
 
 void write_meta(hid_t file_id, const std::filesystem::path& file, const CheckpointMeta& meta,
@@ -229,46 +254,116 @@ void write_meta(hid_t file_id, const std::filesystem::path& file, const Checkpoi
   }
 }
 
+namespace {
+
+// The checks of read_meta: each names the file, the object and the attribute.
+class MetaReader {
+ public:
+  MetaReader(hid_t obj, const std::filesystem::path& file, std::string_view where)
+      : obj_(obj), file_(file), where_(where) {}
+
+  [[noreturn]] void refuse(const char* name, std::string_view problem) const {
+    throw InputError(detail::concat(file_.string(), ": ", where_, ": attribute '", name, "' ",
+                                    problem));
+  }
+
+  std::int64_t integer(const char* name, std::int64_t lo, std::int64_t hi) const {
+    const std::int64_t v = h5::read_i64_attr(obj_, name, file_, where_);
+    if (v < lo || v > hi) refuse(name, detail::concat("is ", v, ", expected ", lo, " to ", hi));
+    return v;
+  }
+
+  double power(const char* name) const {
+    const double v = h5::read_f64_attr(obj_, name, file_, where_);
+    if (!(v >= 0.0 && v <= 1.0)) refuse(name, detail::concat("is ", v, ", expected 0 to 1"));
+    return v;
+  }
+
+  std::string text(const char* name, std::size_t max) const {
+    return h5::read_string_attr(obj_, name, file_, where_, max);
+  }
+
+ private:
+  hid_t obj_;
+  const std::filesystem::path& file_;
+  std::string_view where_;
+};
+
+// The keys of /meta/scalars, /meta/counters or /meta/labels: names that can be stored.
+std::vector<std::string> meta_keys(hid_t group, const std::filesystem::path& file,
+                                   std::string_view where) {
+  std::vector<std::string> keys = h5::attr_names(group, file);
+  for (const std::string& key : keys) {
+    if (!valid_param_name(key) || key.size() > kMaxNameBytes) {
+      std::string shown;
+      for (const char c : key.substr(0, 80)) {
+        shown.push_back(static_cast<unsigned char>(c) >= 0x20 && c != 0x7f ? c : '?');
+      }
+      throw InputError(detail::concat(file.string(), ": ", where, ": attribute name '", shown,
+                                      "' is not a key noeira writes (empty, whitespace, '/', "
+                                      "or over ", kMaxNameBytes, " bytes)"));
+    }
+  }
+  return keys;
+}
+
+}  // namespace
+
 CheckpointMeta read_meta(hid_t file_id, const std::filesystem::path& file, int& rank,
                          int& version) {
   h5::Lock held = h5::lock();
   constexpr std::string_view root = "root group";
-  if (!h5::has_attr(file_id, "format", file) ||
-      h5::read_string_attr(file_id, "format", file, root) != kFormat) {
+  const MetaReader at(file_id, file, root);
+  if (!h5::has_attr(file_id, "format", file) || at.text("format", kMaxNameBytes) != kFormat) {
     throw InputError(detail::concat(file.string(), ": not a noeira checkpoint file (no format = '",
                                     kFormat, "' attribute)"));
   }
   const std::int64_t stored = h5::read_i64_attr(file_id, "format_version", file, root);
   if (stored < 1 || stored > kCheckpointFormatVersion) {
-    throw InputError(detail::concat(file.string(), ": checkpoint format version ", stored,
+    throw InputError(detail::concat(file.string(), ": root group: attribute 'format_version': "
+                                    "checkpoint format version ", stored,
                                     ", this build reads versions 1 to ",
                                     kCheckpointFormatVersion));
   }
   version = static_cast<int>(stored);
   CheckpointMeta meta;
-  rank = static_cast<int>(h5::read_i64_attr(file_id, "rank", file, root));
-  meta.world_size = static_cast<int>(h5::read_i64_attr(file_id, "world_size", file, root));
-  meta.step = h5::read_i64_attr(file_id, "step", file, root);
-  meta.epoch = h5::read_i64_attr(file_id, "epoch", file, root);
-  meta.samples_seen = h5::read_i64_attr(file_id, "samples_seen", file, root);
-  meta.policy = h5::read_string_attr(file_id, "policy", file, root);
-  meta.optimizer.t = h5::read_i64_attr(file_id, "optimizer_t", file, root);
-  meta.optimizer.beta1_pow = h5::read_f64_attr(file_id, "optimizer_beta1_pow", file, root);
-  meta.optimizer.beta2_pow = h5::read_f64_attr(file_id, "optimizer_beta2_pow", file, root);
+  meta.world_size = static_cast<int>(at.integer("world_size", 1, kMaxWorldSize));
+  rank = static_cast<int>(at.integer("rank", 0, meta.world_size - 1));
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  meta.step = at.integer("step", 0, kMax);
+  meta.epoch = at.integer("epoch", 0, kMax);
+  meta.samples_seen = at.integer("samples_seen", 0, kMax);
+  meta.policy = at.text("policy", kMaxNameBytes);
+  if (!meta.policy.empty() && !known_policy(meta.policy)) {
+    std::string known;
+    for (const std::string_view p : kPolicies) known += detail::concat(known.empty() ? "" : ", ", p);
+    at.refuse("policy", detail::concat("names no sharding policy (", known, ")"));
+  }
+  // One optimizer step per training step at most.
+  meta.optimizer.t = at.integer("optimizer_t", 0, meta.step);
+  meta.optimizer.beta1_pow = at.power("optimizer_beta1_pow");
+  meta.optimizer.beta2_pow = at.power("optimizer_beta2_pow");
+  if (meta.optimizer.t == 0 &&
+      (meta.optimizer.beta1_pow != 1.0 || meta.optimizer.beta2_pow != 1.0)) {
+    at.refuse("optimizer_beta1_pow", "and 'optimizer_beta2_pow' must be 1 before the first "
+                                     "optimizer step (optimizer_t = 0)");
+  }
 
-  Handle group = open_group(file_id, kMetaGroup, file);
-  meta.signature = parse_signature(h5::read_string_dataset(group.get(), "signature", file), file);
-  Handle scalars = open_group(group.get(), "scalars", file);
-  for (const std::string& key : h5::attr_names(scalars.get(), file)) {
+  meta.signature =
+      parse_signature(h5::read_string_dataset(file_id, "meta/signature", file, kMaxTextBytes),
+                      file);
+  Handle scalars = h5::open_group(file_id, "meta/scalars", file);
+  for (const std::string& key : meta_keys(scalars.get(), file, "meta/scalars")) {
     meta.scalars[key] = h5::read_f64_attr(scalars.get(), key.c_str(), file, "meta/scalars");
   }
-  Handle counters = open_group(group.get(), "counters", file);
-  for (const std::string& key : h5::attr_names(counters.get(), file)) {
+  Handle counters = h5::open_group(file_id, "meta/counters", file);
+  for (const std::string& key : meta_keys(counters.get(), file, "meta/counters")) {
     meta.counters[key] = h5::read_u64_attr(counters.get(), key.c_str(), file, "meta/counters");
   }
-  Handle labels = open_group(group.get(), "labels", file);
-  for (const std::string& key : h5::attr_names(labels.get(), file)) {
-    meta.labels[key] = h5::read_string_attr(labels.get(), key.c_str(), file, "meta/labels");
+  Handle labels = h5::open_group(file_id, "meta/labels", file);
+  for (const std::string& key : meta_keys(labels.get(), file, "meta/labels")) {
+    meta.labels[key] =
+        h5::read_string_attr(labels.get(), key.c_str(), file, "meta/labels", kMaxTextBytes);
   }
   return meta;
 }

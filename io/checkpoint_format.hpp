@@ -4,6 +4,8 @@
 // same; change both together (and kCheckpointFormatVersion when old readers would misread).
 #include <hdf5.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -25,6 +27,28 @@ inline constexpr const char* kAttrLength = "length";
 inline constexpr const char* kAttrCrc = "crc32";
 inline constexpr const char* kAttrBlockElems = "crc32_block";
 inline constexpr const char* kAttrBlockCrcs = "crc32_blocks";
+
+// What the readers hold a file to, beyond what the writers produce (docs/checkpoint-format.md
+// "What loading refuses"). A value outside these is a lie of the file, refused by name before it
+// sizes anything.
+//
+// Rank files are named rank-%05d.h5, so a checkpoint has at most 100000 of them.
+inline constexpr std::int64_t kMaxWorldSize = 100000;
+// Dimensions of a tensor (HDF5's own limit).
+inline constexpr std::size_t kMaxDims = 32;
+// A string attribute that names something (a format, a policy, a preset, a key): bytes.
+inline constexpr std::size_t kMaxNameBytes = 256;
+// A text attribute or dataset (a vocabulary, the model signature): bytes. A char vocabulary of
+// every Unicode scalar value is about 8 MiB.
+inline constexpr std::size_t kMaxTextBytes = 16 * 1024 * 1024;
+// The sharding policies a checkpoint may name (distributed/residency.hpp's kPolicyNames, which
+// io/ cannot include; tests/test_h5_hostile.cpp checks they agree), or none ("").
+inline constexpr std::array<std::string_view, 4> kPolicies = {"ddp", "zero1", "zero2", "zero3"};
+bool known_policy(std::string_view policy);
+
+// The element count of a shape, or -1 when a dimension is negative or the count overflows
+// int64 (a shape read from a file).
+std::int64_t checked_numel(std::span<const std::int64_t> shape);
 
 // "rank-00003.h5".
 std::string rank_file_name(int rank);
@@ -53,7 +77,9 @@ std::uint32_t combine_block_crcs(std::span<const std::uint32_t> blocks, std::int
 
 // "0.weight 256,784" lines, one per parameter; a 0-d shape is written as "0.weight -".
 std::string signature_text(const Signature& signature);
-// InputError naming `file` on a malformed line.
+// InputError naming `file` on a malformed line: a name that cannot be stored (valid_param_name)
+// or given twice, a dimension that is not a non-negative decimal, more than kMaxDims of them, or
+// an element count that overflows.
 Signature parse_signature(std::string_view text, const std::filesystem::path& file);
 
 // A tensor or parameter name we can store: non-empty "/"-separated components, none empty, "."
@@ -68,7 +94,11 @@ std::string_view param_of_tensor(std::string_view tensor);
 // caller holds the HDF5 lock.
 void write_meta(hid_t file_id, const std::filesystem::path& file, const CheckpointMeta& meta,
                 int rank);
-// Reads them back, checking the format name and version; `rank` and `version` get the file's.
+// Reads them back, checking every value against the values it can take and the others it must
+// agree with (format and version, 0 <= rank < world_size <= kMaxWorldSize, non-negative step,
+// epoch and samples, 0 <= optimizer_t <= step, beta powers in [0, 1] and 1 at t = 0, a known
+// policy, keys that can be stored, texts of sane length); `rank` and `version` get the file's.
+// Every refusal is an InputError naming the file and the attribute.
 CheckpointMeta read_meta(hid_t file_id, const std::filesystem::path& file, int& rank,
                          int& version);
 

@@ -43,6 +43,25 @@ std::string bytes_string(std::int64_t bytes) {
   return buf;
 }
 
+// A label as one line of plain text: a newline (a vocabulary has several) as \n, any other
+// control byte as \xNN, so that no file can move the terminal's cursor or split the summary.
+std::string printable(const std::string& v) {
+  std::string out;
+  for (const char c : v) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 template <class Map, class Format>
 void print_map(std::ostream& os, const char* title, const Map& map, Format format) {
   if (map.empty()) return;
@@ -65,7 +84,7 @@ void print_checkpoint_summary(std::ostream& os, const std::filesystem::path& pat
      << " beta2^t=" << number(meta.optimizer.beta2_pow) << "\n";
   print_map(os, "scalars", meta.scalars, [](double v) { return number(v); });
   print_map(os, "counters", meta.counters, [](std::uint64_t v) { return std::to_string(v); });
-  print_map(os, "labels", meta.labels, [](const std::string& v) { return v; });
+  print_map(os, "labels", meta.labels, [](const std::string& v) { return printable(v); });
 
   std::int64_t total = 0;
   std::size_t width = 0;

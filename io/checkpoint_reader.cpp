@@ -50,26 +50,6 @@ std::string hex(std::uint32_t v) {
   return buf;
 }
 
-// Where a dataset's bytes start in the file, when they can be read with pread: one contiguous run
-// (no chunks, filters or external files) of `length` float32 inside the file. -1 otherwise; such
-// a dataset (not one we wrote, but h5py might rewrite one) is read through HDF5 instead.
-std::int64_t direct_offset(hid_t ds, std::int64_t length, const std::filesystem::path& file,
-                           std::int64_t file_size, hsize_t userblock) {
-  Handle dcpl(NOEIRA_H5_CHECK_INPUT(H5Dget_create_plist(ds), file), H5Pclose);
-  if (H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS || H5Pget_external_count(dcpl.get()) != 0) {
-    return -1;
-  }
-  const haddr_t addr = H5Dget_offset(ds);
-  if (addr == HADDR_UNDEF) return -1;
-  // Addresses count from the end of the user block.
-  const auto offset = static_cast<std::int64_t>(addr + userblock);
-  if (offset > file_size - length * static_cast<std::int64_t>(sizeof(float))) {
-    throw InputError(detail::concat(file.string(), ": truncated (a dataset's data ends past the "
-                                                   "end of the file)"));
-  }
-  return offset;
-}
-
 // Rank files present in a step directory: rank number -> path.
 std::map<int, std::filesystem::path> find_rank_files(const std::filesystem::path& dir) {
   std::map<int, std::filesystem::path> files;
@@ -149,8 +129,12 @@ void CheckpointReader::Impl::open_files() {
     int rank = 0;
     meta = ckpt::read_meta(first.get(), first_file, rank, version);
   }
-  if (meta.world_size < 1) {
-    throw InputError(detail::concat(first_file.string(), ": world size ", meta.world_size));
+  // The step directory's name is the step the files say (commit_checkpoint names it so).
+  const std::int64_t dir_step = ckpt::parse_step_dir(dir.filename().string());
+  if (dir_step >= 0 && dir_step != meta.step) {
+    throw InputError(detail::concat(first_file.string(), ": root group: attribute 'step' is ",
+                                    meta.step, ", but the directory is ",
+                                    dir.filename().string()));
   }
   for (int r = 0; r < meta.world_size; ++r) {
     if (present.count(r) == 0) {
@@ -192,55 +176,68 @@ void CheckpointReader::Impl::index_file(int rank) {
   const std::string_view skip[] = {ckpt::kMetaGroup};
   std::map<std::string_view, const Shape*> signature;
   for (const SignatureEntry& e : meta.signature) signature[e.name] = &e.shape;
-  const std::int64_t file_size = ckpt::file_size(fds[static_cast<std::size_t>(rank)], file);
-  hsize_t userblock = 0;
-  {
-    Handle fcpl(NOEIRA_H5_CHECK_INPUT(H5Fget_create_plist(f), file), H5Pclose);
-    NOEIRA_H5_CHECK_INPUT(H5Pget_userblock(fcpl.get(), &userblock), file);
-  }
 
+  // Every link in the file is a hard link to a group or a dataset (h5::dataset_paths), every
+  // dataset outside meta/ a slice, opened through h5::open_dataset: a 1-D little-endian float32
+  // dataset stored in this file, allocated, contiguous or chunked.
   for (const std::string& name : h5::dataset_paths(f, file, skip)) {
     const std::string where = detail::concat("dataset '", name, "'");
     const auto bad = [&](std::string_view problem) {
       return InputError(detail::concat(file.string(), ": tensor '", name, "': ", problem));
     };
+    if (!ckpt::valid_tensor_name(name)) {
+      throw InputError(detail::concat(file.string(), ": dataset ", h5::quote_name(name),
+                                      " is not a tensor name noeira writes"));
+    }
+    // params/<name>/{val,m,v}: a parameter's value or Adam moments, nothing else under params/.
+    const std::string_view param = ckpt::param_of_tensor(name);
+    if (name.starts_with("params/")) {
+      const std::string_view kind = std::string_view(name).substr(name.rfind('/') + 1);
+      if (param.empty() || (kind != "val" && kind != "m" && kind != "v")) {
+        throw bad("not a parameter's val, m or v (params/<name>/val|m|v)");
+      }
+    }
+    h5::Dataset ds = h5::open_dataset(f, name, h5::DatasetSpec{H5T_IEEE_F32LE, 0, 1}, file);
     SliceRef s;
     s.file = rank;
-    s.dataset = Handle(NOEIRA_H5_CHECK_INPUT(H5Dopen2(f, name.c_str(), H5P_DEFAULT), file),
-                       H5Dclose);
-    const hid_t ds = s.dataset.get();
-    Handle type(NOEIRA_H5_CHECK_INPUT(H5Dget_type(ds), file), H5Tclose);
-    if (NOEIRA_H5_CHECK_INPUT(H5Tequal(type.get(), H5T_IEEE_F32LE), file) <= 0) {
-      throw bad("not a little-endian float32 dataset");
-    }
-    Handle space(NOEIRA_H5_CHECK_INPUT(H5Dget_space(ds), file), H5Sclose);
-    const int ndims = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_ndims(space.get()), file);
-    const hssize_t points = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_npoints(space.get()), file);
+    s.dataset = std::move(ds.handle);
+    const hid_t id = s.dataset.get();
 
-    const Shape shape = h5::read_i64_array_attr(ds, ckpt::kAttrGlobalShape, file, where);
-    s.offset = h5::read_i64_attr(ds, ckpt::kAttrOffset, file, where);
-    s.length = h5::read_i64_attr(ds, ckpt::kAttrLength, file, where);
-    const std::uint32_t whole = h5::read_u32_attr(ds, ckpt::kAttrCrc, file, where);
-    s.block = h5::read_i64_attr(ds, ckpt::kAttrBlockElems, file, where);
-    s.blocks = h5::read_u32_array_attr(ds, ckpt::kAttrBlockCrcs, file, where);
-
-    if (std::any_of(shape.begin(), shape.end(), [](std::int64_t d) { return d < 0; })) {
-      throw bad("negative dimension in global_shape");
+    // The attributes, each checked before the next one is sized by it.
+    const Shape shape =
+        h5::read_i64_array_attr(id, ckpt::kAttrGlobalShape, file, where, ckpt::kMaxDims);
+    const std::int64_t numel = ckpt::checked_numel(shape);
+    if (numel < 0) {
+      throw bad(detail::concat("global_shape ", shape_string(shape),
+                               " has a negative dimension or too many elements"));
     }
-    const std::int64_t numel = shape_numel(shape);
-    if (ndims != 1 || points != s.length || s.length < 1 || s.offset < 0 ||
-        s.offset > numel - s.length) {
+    s.offset = h5::read_i64_attr(id, ckpt::kAttrOffset, file, where);
+    s.length = h5::read_i64_attr(id, ckpt::kAttrLength, file, where);
+    if (s.length != ds.points || s.length < 1 || s.offset < 0 || s.offset > numel - s.length) {
       throw bad(detail::concat("slice offset ", s.offset, ", length ", s.length,
-                               " does not fit its dataset or a tensor of shape ",
-                               shape_string(shape)));
+                               " does not fit its dataset of ", ds.points,
+                               " elements or a tensor of shape ", shape_string(shape)));
     }
-    if (s.block < 1 ||
-        static_cast<std::int64_t>(s.blocks.size()) != (s.length + s.block - 1) / s.block ||
-        ckpt::combine_block_crcs(s.blocks, s.block, s.length) != whole) {
-      throw bad("checksum attributes disagree with each other (corrupted file)");
+    const std::uint32_t whole = h5::read_u32_attr(id, ckpt::kAttrCrc, file, where);
+    s.block = h5::read_i64_attr(id, ckpt::kAttrBlockElems, file, where);
+    // The writer's block (ckpt::checksum_block) is never longer than both the slice and
+    // 256 Ki elements; a longer one would only serve to overflow the reader's arithmetic.
+    if (s.block < 1 || s.block > std::max(s.length, ckpt::checksum_block(1))) {
+      throw bad(detail::concat("crc32_block ", s.block, " is not 1 to ",
+                               std::max(s.length, ckpt::checksum_block(1)),
+                               " elements (corrupted file)"));
     }
-    s.data_offset = direct_offset(ds, s.length, file, file_size, userblock);
-    const std::string_view param = ckpt::param_of_tensor(name);
+    const auto count = static_cast<std::size_t>((s.length - 1) / s.block + 1);
+    s.blocks = h5::read_u32_array_attr(id, ckpt::kAttrBlockCrcs, file, where, count);
+    if (s.blocks.size() != count) {
+      throw bad(detail::concat("crc32_blocks holds ", s.blocks.size(), " checksums, but length ",
+                               s.length, " in blocks of crc32_block ", s.block, " makes ", count,
+                               " (corrupted file)"));
+    }
+    if (ckpt::combine_block_crcs(s.blocks, s.block, s.length) != whole) {
+      throw bad("crc32 disagrees with crc32_blocks (corrupted file)");
+    }
+    s.data_offset = ds.file_offset;
     if (!param.empty()) {
       const auto it = signature.find(param);
       if (it == signature.end()) throw bad("its parameter is not in the model signature");

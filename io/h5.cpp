@@ -1,6 +1,8 @@
 #include "io/h5.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <system_error>
 
 #include "kernels/error.hpp"
 
@@ -64,6 +66,22 @@ Handle file_access(const std::filesystem::path& file) {
   return fapl;
 }
 
+std::string quote_name(std::string_view name) {
+  std::string out = "'";
+  for (const char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u < 0x7f) {
+      out.push_back(c);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out.push_back(kHex[u >> 4]);
+      out.push_back(kHex[u & 15]);
+    }
+  }
+  return out + "'";
+}
+
 namespace {
 
 Handle scalar_space(const std::filesystem::path& file) {
@@ -91,43 +109,75 @@ void write_attr(hid_t obj, const char* name, hid_t file_type, hid_t mem_type, co
 [[noreturn]] void attr_error(const std::filesystem::path& file, std::string_view where,
                              const char* name, std::string_view problem) {
   throw InputError(
-      detail::concat(file.string(), ": ", where, ": attribute '", name, "' ", problem));
+      detail::concat(file.string(), ": ", where, ": attribute ", quote_name(name), " ", problem));
 }
 
-// Opens an attribute after checking its type class and element count (-1: any count, 1-D).
-Handle open_attr(hid_t obj, const char* name, H5T_class_t cls, hssize_t count,
+
+// A stored fixed-length string as the reader takes it: the padding removed, nothing inside that
+// is not text (a NUL byte).
+std::string checked_string(std::string s, const std::filesystem::path& file,
+                           std::string_view what) {
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  if (s.find('\0') != std::string::npos) {
+    throw InputError(detail::concat(file.string(), ": ", what, " holds a NUL byte"));
+  }
+  return s;
+}
+
+// Opens an attribute after checking its type and element count: `type` is the exact file type
+// expected (H5T_STD_I64LE), or -1 for a fixed-length string (checked by the caller); count 1: a
+// scalar (one element), count -1: a 1-D array of at most max_count elements.
+Handle open_attr(hid_t obj, const char* name, hid_t type, hssize_t count,
                  const std::filesystem::path& file, std::string_view where,
-                 hssize_t* count_out = nullptr) {
+                 hssize_t* count_out = nullptr, std::size_t max_count = 0) {
   if (!has_attr(obj, name, file)) attr_error(file, where, name, "is missing");
   Handle attr(NOEIRA_H5_CHECK_INPUT(H5Aopen(obj, name, H5P_DEFAULT), file), H5Aclose);
-  Handle type(NOEIRA_H5_CHECK_INPUT(H5Aget_type(attr.get()), file), H5Tclose);
-  if (H5Tget_class(type.get()) != cls) attr_error(file, where, name, "has the wrong type");
+  Handle stored(NOEIRA_H5_CHECK_INPUT(H5Aget_type(attr.get()), file), H5Tclose);
+  if (type < 0 ? H5Tget_class(stored.get()) != H5T_STRING
+               : NOEIRA_H5_CHECK_INPUT(H5Tequal(stored.get(), type), file) <= 0) {
+    attr_error(file, where, name,
+               detail::concat("has the wrong type (", type_name(stored.get()), ", expected ",
+                              type < 0 ? std::string("a fixed-length string") : type_name(type),
+                              ")"));
+  }
   Handle space(NOEIRA_H5_CHECK_INPUT(H5Aget_space(attr.get()), file), H5Sclose);
+  const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
   const int ndims = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_ndims(space.get()), file);
   const hssize_t n = NOEIRA_H5_CHECK_INPUT(H5Sget_simple_extent_npoints(space.get()), file);
+  if (space_class != H5S_SCALAR && space_class != H5S_SIMPLE) {
+    attr_error(file, where, name, "has no elements (a null dataspace)");
+  }
   if (count >= 0 ? n != count : ndims != 1) {
-    attr_error(file, where, name, "has the wrong number of elements");
+    attr_error(file, where, name,
+               detail::concat("has the wrong number of elements (", n, ", expected ",
+                              count >= 0 ? detail::concat(count) : std::string("a 1-D array"),
+                              ")"));
+  }
+  if (count < 0 && static_cast<std::uint64_t>(n) > max_count) {
+    attr_error(file, where, name,
+               detail::concat("has ", n, " elements, more than the ", max_count, " it can have"));
   }
   if (count_out != nullptr) *count_out = n;
   return attr;
 }
 
 template <class T>
-T read_scalar(hid_t obj, const char* name, H5T_class_t cls, hid_t mem_type,
+T read_scalar(hid_t obj, const char* name, hid_t file_type, hid_t mem_type,
               const std::filesystem::path& file, std::string_view where) {
   Lock held = lock();
-  Handle attr = open_attr(obj, name, cls, 1, file, where);
+  Handle attr = open_attr(obj, name, file_type, 1, file, where);
   T value{};
   NOEIRA_H5_CHECK_INPUT(H5Aread(attr.get(), mem_type, &value), file);
   return value;
 }
 
 template <class T>
-std::vector<T> read_vector(hid_t obj, const char* name, hid_t mem_type,
-                           const std::filesystem::path& file, std::string_view where) {
+std::vector<T> read_vector(hid_t obj, const char* name, hid_t file_type, hid_t mem_type,
+                           const std::filesystem::path& file, std::string_view where,
+                           std::size_t max_count) {
   Lock held = lock();
   hssize_t n = 0;
-  Handle attr = open_attr(obj, name, H5T_INTEGER, -1, file, where, &n);
+  Handle attr = open_attr(obj, name, file_type, -1, file, where, &n, max_count);
   std::vector<T> values(static_cast<std::size_t>(n));
   if (n > 0) NOEIRA_H5_CHECK_INPUT(H5Aread(attr.get(), mem_type, values.data()), file);
   return values;
@@ -146,12 +196,29 @@ std::string padded(std::string_view value) {
   return s;
 }
 
-std::string unpad(std::string s) {
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
-}
-
 }  // namespace
+
+std::string type_name(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const std::size_t bits = H5Tget_size(type) * 8;
+  const char* order = H5Tget_order(type) == H5T_ORDER_BE ? " (big-endian)" : "";
+  switch (cls) {
+    case H5T_INTEGER:
+      return detail::concat(H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int", bits, order);
+    case H5T_FLOAT: return detail::concat("float", bits, order);
+    case H5T_STRING:
+      return H5Tis_variable_str(type) > 0 ? "a variable-length string" : "a fixed-length string";
+    case H5T_COMPOUND: return "a compound type";
+    case H5T_ENUM: return "an enum";
+    case H5T_ARRAY: return "an array type";
+    case H5T_VLEN: return "a variable-length sequence";
+    case H5T_REFERENCE: return "a reference";
+    case H5T_OPAQUE: return "an opaque type";
+    case H5T_BITFIELD: return "a bitfield";
+    case H5T_TIME: return "a time type";
+    default: return "an unknown type";
+  }
+}
 
 void write_string_attr(hid_t obj, const char* name, std::string_view value,
                        const std::filesystem::path& file) {
@@ -204,60 +271,67 @@ bool has_attr(hid_t obj, const char* name, const std::filesystem::path& file) {
 }
 
 std::string read_string_attr(hid_t obj, const char* name, const std::filesystem::path& file,
-                             std::string_view where) {
+                             std::string_view where, std::size_t max_size) {
   Lock held = lock();
-  Handle attr = open_attr(obj, name, H5T_STRING, 1, file, where);
+  Handle attr = open_attr(obj, name, -1, 1, file, where);
   Handle type(NOEIRA_H5_CHECK_INPUT(H5Aget_type(attr.get()), file), H5Tclose);
   if (H5Tis_variable_str(type.get()) != 0) {
     attr_error(file, where, name, "is not a fixed-length string");
   }
-  std::string value(H5Tget_size(type.get()), '\0');
+  const std::size_t size = H5Tget_size(type.get());
+  if (size == 0 || size > max_size) {
+    attr_error(file, where, name,
+               detail::concat("is a string of ", size, " bytes, more than the ", max_size,
+                              " it can have"));
+  }
+  std::string value(size, '\0');
   NOEIRA_H5_CHECK_INPUT(H5Aread(attr.get(), type.get(), value.data()), file);
-  return unpad(std::move(value));
+  return checked_string(std::move(value), file,
+                        detail::concat(where, ": attribute ", quote_name(name)));
 }
 
 std::int64_t read_i64_attr(hid_t obj, const char* name, const std::filesystem::path& file,
                            std::string_view where) {
-  return read_scalar<std::int64_t>(obj, name, H5T_INTEGER, H5T_NATIVE_INT64, file, where);
+  return read_scalar<std::int64_t>(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, file, where);
 }
 
 std::uint32_t read_u32_attr(hid_t obj, const char* name, const std::filesystem::path& file,
                             std::string_view where) {
-  return read_scalar<std::uint32_t>(obj, name, H5T_INTEGER, H5T_NATIVE_UINT32, file, where);
+  return read_scalar<std::uint32_t>(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, file, where);
 }
 
 std::uint64_t read_u64_attr(hid_t obj, const char* name, const std::filesystem::path& file,
                             std::string_view where) {
-  return read_scalar<std::uint64_t>(obj, name, H5T_INTEGER, H5T_NATIVE_UINT64, file, where);
+  return read_scalar<std::uint64_t>(obj, name, H5T_STD_U64LE, H5T_NATIVE_UINT64, file, where);
 }
 
 double read_f64_attr(hid_t obj, const char* name, const std::filesystem::path& file,
                      std::string_view where) {
-  return read_scalar<double>(obj, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, file, where);
+  return read_scalar<double>(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, file, where);
 }
 
 std::vector<std::int64_t> read_i64_array_attr(hid_t obj, const char* name,
                                               const std::filesystem::path& file,
-                                              std::string_view where) {
-  return read_vector<std::int64_t>(obj, name, H5T_NATIVE_INT64, file, where);
+                                              std::string_view where, std::size_t max_count) {
+  return read_vector<std::int64_t>(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, file, where,
+                                   max_count);
 }
 
 std::vector<std::uint32_t> read_u32_array_attr(hid_t obj, const char* name,
                                                const std::filesystem::path& file,
-                                               std::string_view where) {
-  return read_vector<std::uint32_t>(obj, name, H5T_NATIVE_UINT32, file, where);
+                                               std::string_view where, std::size_t max_count) {
+  return read_vector<std::uint32_t>(obj, name, H5T_STD_U32LE, H5T_NATIVE_UINT32, file, where,
+                                    max_count);
 }
 
 namespace {
-// HDF5 calls these from C: they must not throw, so they only collect names.
+
+// HDF5 calls this from C: it must not throw, so it only collects names.
 herr_t collect_attr(hid_t, const char* name, const H5A_info_t*, void* out) {
   static_cast<std::vector<std::string>*>(out)->emplace_back(name);
   return 0;
 }
-herr_t collect_link(hid_t, const char* name, const H5L_info_t* info, void* out) {
-  if (info->type == H5L_TYPE_HARD) static_cast<std::vector<std::string>*>(out)->emplace_back(name);
-  return 0;
-}
+
 }  // namespace
 
 std::vector<std::string> attr_names(hid_t obj, const std::filesystem::path& file) {
@@ -283,52 +357,15 @@ void write_string_dataset(hid_t loc, const char* name, std::string_view value,
                   file);
 }
 
-std::string read_string_dataset(hid_t loc, const char* name, const std::filesystem::path& file) {
+std::string read_string_dataset(hid_t loc, const char* name, const std::filesystem::path& file,
+                                std::size_t max_size) {
   Lock held = lock();
-  if (!path_exists(loc, name, file)) {
-    throw InputError(detail::concat(file.string(), ": dataset '", name, "' is missing"));
-  }
-  Handle ds(NOEIRA_H5_CHECK_INPUT(H5Dopen2(loc, name, H5P_DEFAULT), file), H5Dclose);
-  Handle type(NOEIRA_H5_CHECK_INPUT(H5Dget_type(ds.get()), file), H5Tclose);
-  Handle space(NOEIRA_H5_CHECK_INPUT(H5Dget_space(ds.get()), file), H5Sclose);
-  if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) != 0 ||
-      H5Sget_simple_extent_npoints(space.get()) != 1) {
-    throw InputError(detail::concat(file.string(), ": dataset '", name,
-                                    "' is not a fixed-length string"));
-  }
-  std::string value(H5Tget_size(type.get()), '\0');
+  const Dataset ds = open_dataset(loc, name, DatasetSpec{-1, max_size, 0}, file);
+  const Handle type(NOEIRA_H5_CHECK_INPUT(H5Dget_type(ds.handle.get()), file), H5Tclose);
+  std::string value(ds.type_size, '\0');
   NOEIRA_H5_CHECK_INPUT(
-      H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.data()), file);
-  return unpad(std::move(value));
-}
-
-bool path_exists(hid_t loc, std::string_view path, const std::filesystem::path& /*file*/) {
-  Lock held = lock();
-  std::size_t pos = 0;
-  while (pos <= path.size()) {
-    const std::size_t slash = std::min(path.find('/', pos), path.size());
-    const std::string prefix(path.substr(0, slash));
-    // A failure (an intermediate link that is not a group) also means "not there".
-    if (prefix.empty() || H5Lexists(loc, prefix.c_str(), H5P_DEFAULT) <= 0) return false;
-    pos = slash + 1;
-  }
-  return true;
-}
-
-std::vector<std::string> dataset_paths(hid_t loc, const std::filesystem::path& file,
-                                       std::span<const std::string_view> skip) {
-  Lock held = lock();
-  std::vector<std::string> links;
-  NOEIRA_H5_CHECK_INPUT(H5Lvisit(loc, H5_INDEX_NAME, H5_ITER_INC, collect_link, &links), file);
-  std::vector<std::string> datasets;
-  for (const std::string& link : links) {
-    const std::string_view first = std::string_view(link).substr(0, link.find('/'));
-    if (std::find(skip.begin(), skip.end(), first) != skip.end()) continue;
-    Handle obj(NOEIRA_H5_CHECK_INPUT(H5Oopen(loc, link.c_str(), H5P_DEFAULT), file), H5Oclose);
-    if (H5Iget_type(obj.get()) == H5I_DATASET) datasets.push_back(link);
-  }
-  std::sort(datasets.begin(), datasets.end());
-  return datasets;
+      H5Dread(ds.handle.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.data()), file);
+  return checked_string(std::move(value), file, detail::concat("dataset ", quote_name(name)));
 }
 
 }  // namespace noeira::io::h5

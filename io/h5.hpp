@@ -1,6 +1,7 @@
 #pragma once
-// The HDF5 wrapper of io/: one process-wide lock, one check macro, move-only handles and typed
-// attribute helpers. Private to io/.
+// The HDF5 wrapper of io/: one process-wide lock, one check macro, move-only handles, typed
+// attribute helpers and open_dataset, the one checked way every reader opens a dataset (data
+// stored in the file itself, of the expected type). Private to io/.
 //
 // Why a lock: Debian's HDF5 is the parallel (MPI) build, which is not built thread-safe; two
 // threads inside the library at once corrupt its global state (identifier tables, metadata
@@ -102,9 +103,15 @@ void write_u32_array_attr(hid_t obj, const char* name, std::span<const std::uint
 
 bool has_attr(hid_t obj, const char* name, const std::filesystem::path& file);
 // Each reader throws InputError naming the file, the object and the attribute when it is missing
-// or of another kind (a string where a number belongs, an array where a scalar belongs).
+// or not exactly of the type the reader expects (int64, uint32, uint64, float64: little-endian, of
+// that size and sign; no conversion from another type), or of the wrong shape (a scalar: one
+// element; an array: 1-D).
+//
+// A string attribute is fixed-length, at most `max_size` bytes (checked before anything is read
+// into memory), with no NUL byte inside: longer or variable-length ones are refused.
+inline constexpr std::size_t kDefaultMaxString = 4096;
 std::string read_string_attr(hid_t obj, const char* name, const std::filesystem::path& file,
-                             std::string_view where);
+                             std::string_view where, std::size_t max_size = kDefaultMaxString);
 std::int64_t read_i64_attr(hid_t obj, const char* name, const std::filesystem::path& file,
                            std::string_view where);
 std::uint32_t read_u32_attr(hid_t obj, const char* name, const std::filesystem::path& file,
@@ -113,27 +120,83 @@ std::uint64_t read_u64_attr(hid_t obj, const char* name, const std::filesystem::
                             std::string_view where);
 double read_f64_attr(hid_t obj, const char* name, const std::filesystem::path& file,
                      std::string_view where);
+// 1-D arrays of at most `max_count` elements (checked before anything is allocated).
 std::vector<std::int64_t> read_i64_array_attr(hid_t obj, const char* name,
                                               const std::filesystem::path& file,
-                                              std::string_view where);
+                                              std::string_view where, std::size_t max_count);
 std::vector<std::uint32_t> read_u32_array_attr(hid_t obj, const char* name,
                                                const std::filesystem::path& file,
-                                               std::string_view where);
+                                               std::string_view where, std::size_t max_count);
+
+// A name read from a file, quoted for a one-line message: 'params/0.weight/val', with every byte
+// that is not printable ASCII written as \xNN.
+std::string quote_name(std::string_view name);
+
+// "int32 (big-endian)", "float64", "string": a stored type in words, for messages.
+std::string type_name(hid_t type);
 
 // Names of the attributes of an object, in name order.
 std::vector<std::string> attr_names(hid_t obj, const std::filesystem::path& file);
 
-// A scalar fixed-length string dataset (no 64 KiB attribute limit), and reading it back.
+// Reading a dataset: the one place that decides which datasets noeira reads at all.
+//
+// open_dataset opens the dataset at `path` below `loc` ("params/0.weight/val") only when it is a
+// plain dataset stored in this file, and throws InputError naming the file and the dataset
+// otherwise, before any of its data is read:
+//   - every link on the path is a hard link (no soft link, no external link into another file,
+//     no user-defined link) to a group, and the last to a dataset (not a group, not a named
+//     datatype) that no other link names;
+//   - the layout is contiguous or chunked: not compact, not virtual (a view of other datasets,
+//     possibly in other files, which reads as fill values where a source is missing);
+//   - no external storage (H5Pset_external: the bytes would come from another file);
+//   - chunked data passes only through HDF5's built-in deflate, shuffle and fletcher32 filters (no
+//     filter plugin is ever loaded);
+//   - the storage is allocated and lies inside the file: every chunk written, or the contiguous
+//     bytes before the end of the file (a dataset created but never written would read as its
+//     fill value); the size it claims fits what the file can hold (a dataspace of 2^62 elements
+//     in a file of kilobytes is refused before anything is sized by it);
+//   - the element type is exactly `spec.type` (class, size, sign, byte order: an int32 or float64
+//     dataset where float32 belongs is refused, not converted), or for spec.type < 0 a
+//     fixed-length string of at most spec.max_string bytes;
+//   - the dataspace is simple (or scalar) of rank spec.rank when that is >= 0.
+struct DatasetSpec {
+  hid_t type = -1;                             // an HDF5 file type (H5T_IEEE_F32LE); -1: a string
+  std::size_t max_string = kDefaultMaxString;  // strings only: the largest accepted size
+  int rank = -1;                               // -1: any
+};
+
+struct Dataset {
+  Handle handle;
+  std::vector<std::int64_t> dims;  // empty for a scalar
+  std::int64_t points = 0;         // elements
+  std::size_t type_size = 0;       // bytes per element
+  std::int64_t file_offset = -1;   // contiguous: where the bytes start in the file, else -1
+};
+
+Dataset open_dataset(hid_t loc, std::string_view path, const DatasetSpec& spec,
+                     const std::filesystem::path& file);
+
+// A scalar fixed-length string dataset (no 64 KiB attribute limit), and reading it back (through
+// open_dataset: at most max_size bytes, no NUL inside).
 void write_string_dataset(hid_t loc, const char* name, std::string_view value,
                           const std::filesystem::path& file);
-std::string read_string_dataset(hid_t loc, const char* name, const std::filesystem::path& file);
+std::string read_string_dataset(hid_t loc, const char* name, const std::filesystem::path& file,
+                                std::size_t max_size);
 
 // Whether a path of groups and a final link exists below loc ("a/b/c"), without failing on a
-// missing intermediate group as H5Lexists does.
+// missing intermediate group as H5Lexists does. A link on the way that is not a hard link (soft,
+// external, user-defined) is an InputError naming it: it is never followed.
 bool path_exists(hid_t loc, std::string_view path, const std::filesystem::path& file);
 
+// Opens the group at `path` below loc: hard links only, a group at the end; InputError naming
+// the file and the group otherwise (missing included).
+Handle open_group(hid_t loc, std::string_view path, const std::filesystem::path& file);
+
 // Paths (relative to loc, "/"-separated) of every dataset below loc, in name order, skipping the
-// subtrees whose first component is in `skip`.
+// subtrees whose first component is in `skip`. Every link below loc (the skipped subtrees
+// included) must be a hard link to a group or a dataset, each object named by one link only:
+// anything else (a soft or external link, a named datatype, a second hard link to an object) is
+// an InputError naming it.
 std::vector<std::string> dataset_paths(hid_t loc, const std::filesystem::path& file,
                                        std::span<const std::string_view> skip);
 

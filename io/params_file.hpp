@@ -3,7 +3,7 @@
 // `noeira eval`). The layout is the one DESIGN.md gives checkpoints, so h5py, h5dump and later the
 // checkpoint reader understand it:
 //
-//   /                        attributes: format = "noeira-params", format_version = 1,
+//   /                        attributes: format = "noeira-params", format_version = 2,
 //                                        model = "<preset name>", and for a language model
 //                                        vocabulary = its tokenizer (train/tokenizer.hpp)
 //   /params/<dotted.name>/val  float32 dataset with the parameter's shape
@@ -11,6 +11,13 @@
 //                              statistics: state that is not a parameter, core/module.hpp)
 //
 // Dotted names come from the parameter walk ("0.weight", "2.bias").
+//
+// Integrity: from format_version 2 on, every tensor dataset carries a uint32 attribute "crc32",
+// the CRC-32 of its little-endian float32 bytes (the checkpoints' checksum,
+// io/checkpoint_format.hpp), which loading verifies. A version-1 file (written before checksums)
+// still loads, unchecked unless a dataset happens to carry "crc32"; a version-2 file whose tensor
+// lacks one is refused. Reading refuses anything but plain datasets stored in the file itself
+// (h5::open_dataset) and any root attribute outside the values it can take (read_params_attributes).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -26,7 +33,9 @@
 
 namespace noeira::io {
 
-inline constexpr int kParamsFormatVersion = 1;
+inline constexpr int kParamsFormatVersion = 2;
+// The first version whose tensors carry the "crc32" attribute.
+inline constexpr int kParamsChecksumVersion = 2;
 
 // Writes the parameters `signature` names (walk order) with their values, concatenated in the
 // same order in host memory (what ShardingPolicy::full_parameters returns), the buffers `buffers`
@@ -41,17 +50,27 @@ void save_params(const std::filesystem::path& file, std::string_view model,
                  NonFinite non_finite = NonFinite::Refuse, const Signature& buffers = {},
                  std::span<const float> buffer_values = {});
 
+// The string attributes of the root group that noeira knows ("model", "data", "vocabulary", the
+// description train/model_description.hpp writes), each checked against the values it can take
+// and the others it must agree with: a name of sane length and characters for model and data, a
+// decimal count for parameters and block, char or byte for tokenizer (the vocabulary's kind),
+// texts of bounded length. Also checks format and format_version (1 or 2). Any other attribute
+// is not read. InputError naming the file and the attribute when it is not such a file.
+std::map<std::string, std::string> read_params_attributes(const std::filesystem::path& file);
+
 // A string attribute of the root group, if the file has it (InputError when it is not such a
-// file).
+// file, or as read_params_attributes for the attributes it knows).
 std::optional<std::string> read_params_attribute(const std::filesystem::path& file,
                                                  const std::string& name);
 
 // The model preset a parameters file was written for (InputError when it is not such a file).
 std::string read_params_model(const std::filesystem::path& file);
 
-// Reads every parameter's and buffer's value. A different model name, a missing tensor, an extra
-// one or a shape mismatch is an InputError naming the file and the tensor; so is a non-finite
-// value unless `non_finite` allows it.
+// Reads every parameter's and buffer's value. A different model name, a "parameters" attribute
+// other than the parameters' element count, a missing tensor, an extra one, a shape mismatch, a
+// dataset that is not a plain float32 one stored in this file (h5::open_dataset), a link that is
+// not a hard link, or a checksum mismatch is an InputError naming the file and the tensor; so is a
+// non-finite value unless `non_finite` allows it.
 void load_params(const std::filesystem::path& file, std::string_view model,
                  const std::vector<NamedParam>& params, NonFinite non_finite = NonFinite::Refuse,
                  const std::vector<NamedBuffer>& buffers = {});

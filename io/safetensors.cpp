@@ -13,6 +13,7 @@
 
 #include "io/file_kind.hpp"
 #include "io/json_text.hpp"
+#include "io/temporary_file.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::io {
@@ -188,8 +189,8 @@ void save_safetensors(const std::filesystem::path& file, const std::vector<StTen
                               " (metadata too large?)"));
   }
 
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
+  TemporaryFile written(file);
+  const std::filesystem::path& tmp = written.path();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) fail(tmp, "cannot create the file");
@@ -208,17 +209,9 @@ void save_safetensors(const std::filesystem::path& file, const std::vector<StTen
       }
     }
     out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      fail(tmp, "cannot write the file (disk full?)");
-    }
+    if (!out) fail(tmp, "cannot write the file (disk full?)");
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    fail(file, detail::concat("cannot move the written file into place (", ec.message(), ")"));
-  }
+  written.commit();
 }
 
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& file) {

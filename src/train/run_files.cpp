@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "io/temporary_file.hpp"
 #include "kernels/error.hpp"
 #include "train/run.hpp"
 
@@ -24,25 +25,14 @@ constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
   throw InputError(detail::concat("--out ", dir.string(), ": ", why));
 }
 
-// `text` in `file` whole or not at all: written beside it, then renamed over it; a failed write
-// removes what it wrote.
+// `text` in `file` whole or not at all (io/temporary_file.hpp).
 void write_whole(const std::filesystem::path& file, const std::string& text) {
-  std::filesystem::path temporary = file;
-  temporary += ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << text;
-    out.flush();
-    if (out) {
-      out.close();
-      std::error_code ec;
-      std::filesystem::rename(temporary, file, ec);
-      if (!ec) return;
-    }
-  }
-  std::error_code ignored;
-  std::filesystem::remove(temporary, ignored);
-  throw InputError(detail::concat(file.string(), ": cannot write it (disk full or read-only?)"));
+  io::TemporaryFile written(file);
+  std::ofstream out(written.path(), std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw InputError(detail::concat(file.string(), ": cannot write it (disk full?)"));
+  written.commit();
 }
 
 // What a run writes into its output directory (and the temporary name config.json is written

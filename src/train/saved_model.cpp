@@ -1,8 +1,102 @@
 #include "train/saved_model.hpp"
 
 #include "kernels/error.hpp"
+#include "train/dataset.hpp"
+#include "train/presets.hpp"
+#include "train/tokenizer.hpp"
 
 namespace noeira {
+
+namespace {
+
+// A value from a file, for a one-line message: at most 60 bytes, control bytes as '?'.
+std::string shown(std::string_view v) {
+  std::string out;
+  for (const char c : v.substr(0, 60)) {
+    out.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
+  }
+  return v.size() > 60 ? out + "..." : out;
+}
+
+// What a model.h5 or a checkpoint names its model and data set must be a preset and a data set
+// noeira knows: `where` is "<file>: attribute" or "<dir>: label".
+void check_names(const std::string& where, const std::map<std::string, std::string>& said) {
+  const auto model = said.find("model");
+  if (model != said.end() && !model->second.empty() && find_preset(model->second) == nullptr) {
+    throw InputError(detail::concat(where, " 'model' is '", shown(model->second),
+                                    "', which names no model preset (noeira train --help lists "
+                                    "them)"));
+  }
+  const auto data = said.find("data");
+  if (data != said.end() && !data->second.empty() && data->second != "text") {
+    bool known = false;
+    for (const auto& row : kDatasetNames.rows) known = known || row.name == data->second;
+    if (!known) {
+      throw InputError(detail::concat(where, " 'data' is '", shown(data->second),
+                                      "', which names no data set (text, ",
+                                      kDatasetNames.joined(), ")"));
+    }
+  }
+}
+
+}  // namespace
+
+void check_model_description(const std::filesystem::path& file,
+                             const std::map<std::string, std::string>& attributes,
+                             const ModelSizes& sizes) {
+  const auto refuse = [&](std::string_view key, const std::string& problem) {
+    throw InputError(
+        detail::concat(file.string(), ": the root group: attribute '", key, "' ", problem));
+  };
+  const auto find = [&](const char* key) -> const std::string* {
+    const auto it = attributes.find(key);
+    return it == attributes.end() ? nullptr : &it->second;
+  };
+  const std::string* data = find("data");
+  const std::string* vocabulary = find("vocabulary");
+  if (data == nullptr) {
+    // A file older than the description holds none of it.
+    for (const auto& [key, value] : attributes) {
+      if (key != "model" && key != "vocabulary") {
+        refuse(key, "is there without 'data', the data set it would describe");
+      }
+    }
+    return;
+  }
+  TrainConfig told;
+  told.data = *data;
+  if (vocabulary != nullptr) {
+    if (*data != "text") {
+      refuse("data", detail::concat("is '", shown(*data),
+                                    "', but the file holds a vocabulary (a text model's)"));
+    }
+    told.vocabulary = *vocabulary;
+    try {
+      told.tokenizer = std::string(to_string(Tokenizer::from_text(*vocabulary).kind()));
+    } catch (const InputError& e) {
+      refuse("vocabulary", detail::concat("is not a serialized tokenizer (", e.what(), ")"));
+    }
+  } else if (*data == "text") {
+    refuse("data", "is 'text', but the file holds no vocabulary");
+  }
+  std::map<std::string, std::string> expected;
+  try {
+    expected = saved_attributes(told, sizes);
+  } catch (const InputError& e) {
+    refuse("data", detail::concat("names no data set noeira knows (", e.what(), ")"));
+  }
+  for (const auto& [key, value] : attributes) {
+    if (key == "model") continue;
+    const auto it = expected.find(key);
+    if (it == expected.end()) {
+      refuse(key, detail::concat("does not describe a model trained on '", shown(*data), "'"));
+    }
+    if (it->second != value) {
+      refuse(key, detail::concat("is '", shown(value), "', but this model trained on '",
+                                 shown(*data), "' has '", shown(it->second), "'"));
+    }
+  }
+}
 
 SavedModel SavedModel::open(const TrainConfig& cfg) {
   const bool from_checkpoint = !cfg.eval_checkpoint.empty();
@@ -29,11 +123,15 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
                                           "export?)");
   } else {
     saved.params_ = cfg.params;
-    said["model"] = io::read_params_model(cfg.params);
+    // Every attribute noeira knows, checked (io/params_file.hpp); the description against the
+    // model when it is loaded (check_model_description).
+    said = io::read_params_attributes(cfg.params);
+    saved.description_ = said;
     nameless = detail::concat(cfg.params, ": the file names no model");
-    for (const char* key : {"vocabulary", "data"}) {
-      if (auto value = io::read_params_attribute(cfg.params, key)) said[key] = *value;
-    }
+    check_names(detail::concat(cfg.params, ": the root group: attribute"), said);
+  }
+  if (from_checkpoint) {
+    check_names(detail::concat(saved.checkpoint_->dir().string(), ": label"), said);
   }
   auto told = [&](const char* key) {
     const auto it = said.find(key);

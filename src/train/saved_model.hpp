@@ -18,6 +18,7 @@
 #include "train/checkpointing.hpp"
 #include "train/config.hpp"
 #include "train/model_buffers.hpp"
+#include "train/model_description.hpp"
 #include "train/weights_file.hpp"
 
 namespace noeira {
@@ -50,8 +51,18 @@ class SavedModel {
   std::string model_;
   std::string vocabulary_;
   std::string data_;
+  std::map<std::string, std::string> description_;  // a model.h5's root attributes
   NonFinite non_finite_ = NonFinite::Refuse;
 };
+
+// Refuses a model.h5 whose description (train/model_description.hpp: "parameters", "input_shape",
+// "labels", "tokenizer", "block", ...) is not what noeira writes for this model and its data set:
+// an InputError naming the file and the first attribute that disagrees. `attributes` are
+// io::read_params_attributes'; a file without "data" (older than the description) may hold no
+// description at all.
+void check_model_description(const std::filesystem::path& file,
+                             const std::map<std::string, std::string>& attributes,
+                             const ModelSizes& sizes);
 
 // What a model trained at `precision` computes with: at bf16 every parameter rounded to
 // bfloat16, the compute copy training's policy made of the fp32 masters a file holds
@@ -75,6 +86,7 @@ void SavedModel::load_into(M& model) {
     return;
   }
   if (!checkpoint_) {
+    check_model_description(params_, description_, sizes_of<M>(parameter_count(model)));
     io::load_params(params_, model_, walk.params, non_finite_, walk.buffers);
     return;
   }
