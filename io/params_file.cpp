@@ -266,7 +266,7 @@ void save_params(const std::filesystem::path& file, std::string_view model,
   {
     h5::Lock held = h5::lock();
     const hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    if (id < 0) throw InputError(detail::concat(tmp.string(), ": cannot create the file"));
+    if (id < 0) throw written.cannot_create();
     h5::Handle f(id, H5Fclose);
     h5::write_string_attr(f.get(), "format", kFormat, tmp);
     h5::write_i64_attr(f.get(), "format_version", kParamsFormatVersion, tmp);

@@ -193,7 +193,7 @@ void save_safetensors(const std::filesystem::path& file, const std::vector<StTen
   const std::filesystem::path& tmp = written.path();
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(tmp, "cannot create the file");
+    if (!out) throw written.cannot_create();
     const std::uint64_t length = text.size();
     out.write(reinterpret_cast<const char*>(&length), sizeof length);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));

@@ -3,6 +3,8 @@
 // the same file system, so that the rename is atomic), renamed over the final name when complete.
 // The guard removes the temporary file unless it was moved into place, so that a write that fails
 // halfway (a full disk, a refused value, an exception) leaves nothing where the user does not look.
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -25,6 +27,14 @@ class TemporaryFile {
   }
 
   const std::filesystem::path& path() const { return path_; }
+
+  // The error when the temporary file cannot be created, naming the file the user asked for and
+  // errno's reason (call it right after the failed open).
+  InputError cannot_create() const {
+    const int err = errno;
+    return InputError(detail::concat(final_.string(), ": cannot create it (",
+                                     err != 0 ? std::strerror(err) : "unknown reason", ")"));
+  }
 
   // Moves the written file into place: an InputError naming the final path when it cannot.
   void commit() {

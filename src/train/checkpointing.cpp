@@ -247,6 +247,10 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
   same("block", counter("block"), static_cast<std::uint64_t>(cfg.block));
   same("limit-train (training samples)", counter("train_samples"),
        static_cast<std::uint64_t>(train_samples));
+  if (label("vocabulary") != (cfg.vocabulary.empty() ? std::string("?") : cfg.vocabulary)) {
+    throw InputError(detail::concat(where, ": saved with another vocabulary (tokenizer) than this "
+                                           "run's corpus and --tokenizer give"));
+  }
   // The same sizes are not the same data (a corpus with its lines shuffled, another file of as
   // many images): the data's hash, where the checkpoint has one (older ones do not).
   if (meta.counters.contains("data_fingerprint") && cfg.data_fingerprint != 0 &&
@@ -256,10 +260,7 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
         ", this run's ", hex64(cfg.data_fingerprint),
         "): a resumed run must train on the same data to continue exactly"));
   }
-  if (label("vocabulary") != (cfg.vocabulary.empty() ? std::string("?") : cfg.vocabulary)) {
-    throw InputError(detail::concat(where, ": saved with another vocabulary (tokenizer) than this "
-                                           "run's corpus and --tokenizer give"));
-  }
+
 
   // Values always; m / v when saved (a checkpoint before the first step has none: zeros).
   policy.allocate_optimizer_state(optimizer);
