@@ -22,10 +22,11 @@ inline std::int64_t data_offset(const std::filesystem::path& file, const std::st
   return addr == HADDR_UNDEF ? -1 : static_cast<std::int64_t>(addr);
 }
 
-// Inverts every bit of the byte at `at`, in place; an offset outside the file is an error.
-inline void flip_byte(const std::filesystem::path& file, std::int64_t at) {
+// Inverts the bits of `mask` in the byte at `at`, in place; an offset outside the file is an
+// error.
+inline void xor_byte(const std::filesystem::path& file, std::int64_t at, unsigned char mask) {
   if (at < 0 || static_cast<std::uintmax_t>(at) >= std::filesystem::file_size(file)) {
-    throw std::out_of_range("flip_byte: offset " + std::to_string(at) + " outside " +
+    throw std::out_of_range("xor_byte: offset " + std::to_string(at) + " outside " +
                             file.string());
   }
   std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
@@ -33,7 +34,12 @@ inline void flip_byte(const std::filesystem::path& file, std::int64_t at) {
   char c = 0;
   f.get(c);
   f.seekp(at);
-  f.put(static_cast<char>(c ^ 0xff));
+  f.put(static_cast<char>(static_cast<unsigned char>(c) ^ mask));
+}
+
+// Inverts every bit of the byte at `at`.
+inline void flip_byte(const std::filesystem::path& file, std::int64_t at) {
+  xor_byte(file, at, 0xff);
 }
 
 }  // namespace noeira::testing

@@ -192,12 +192,7 @@ inline std::vector<float> plain_read(const std::filesystem::path& file,
 
 // Inverts one bit of the byte at `at`.
 inline void flip_bit(const std::filesystem::path& file, std::int64_t at) {
-  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(at);
-  char c = 0;
-  f.get(c);
-  f.seekp(at);
-  f.put(static_cast<char>(c ^ 0x10));
+  testing::xor_byte(file, at, 0x10);
 }
 
 }  // namespace noeira::testing::h5edit

@@ -150,13 +150,15 @@ TEST(SafetensorsBounds, ATinyFileNamingGpt2IsRefusedBeforeTheModelIsBuilt) {
   expect_refused_small([&] { (void)run_export(exported); });
 }
 
-// gpt-tiny under PyTorch's names, with `head` added as lm_head.weight.
-void write_with_head(const std::filesystem::path& file, const std::vector<float>* head,
-                     const Shape& head_shape) {
+// gpt-tiny's weights under `scheme`'s names with one more tensor, `name`: `extra`, or where that
+// is null a copy of the tensor `copy_of`.
+void write_with_extra(const std::filesystem::path& file, NameScheme scheme,
+                      const std::string& name, const std::vector<float>* extra, const Shape& shape,
+                      const std::string& copy_of = "") {
   const Init init(Target::Cpu, InitSpec{InitKind::Normal, 0.0f, 0.5f, 7});
   presets::GptTiny model(init);
   const std::filesystem::path plain = file.string() + ".plain.safetensors";
-  save_weights_safetensors(plain, "gpt-tiny", NameMap::for_preset(NameScheme::Pytorch, "gpt-tiny"),
+  save_weights_safetensors(plain, "gpt-tiny", NameMap::for_preset(scheme, "gpt-tiny"),
                            dist::walk_units(model), {}, NonFinite::Refuse);
   const io::SafetensorsFile st = io::SafetensorsFile::open(plain);
   std::vector<std::vector<float>> values;
@@ -166,9 +168,16 @@ void write_with_head(const std::filesystem::path& file, const std::vector<float>
     values.push_back(st.read_float(e));
     out.push_back({e.name, e.shape, values.back()});
   }
-  values.push_back(head != nullptr ? *head : st.read_float(*st.find("transformer.wte.weight")));
-  out.push_back({"lm_head.weight", head_shape, values.back()});
+  values.push_back(extra != nullptr ? *extra : st.read_float(*st.find(copy_of)));
+  out.push_back({name, shape, values.back()});
   io::save_safetensors(file, out, st.metadata());
+}
+
+// gpt-tiny under PyTorch's names, with `head` (null: the tied embedding's copy) as lm_head.weight.
+void write_with_head(const std::filesystem::path& file, const std::vector<float>* head,
+                     const Shape& head_shape) {
+  write_with_extra(file, NameScheme::Pytorch, "lm_head.weight", head, head_shape,
+                   "transformer.wte.weight");
 }
 
 TEST(SafetensorsBounds, AHeadOfItsOwnIsRefusedByNameAndTheTiedCopyRead) {
@@ -206,20 +215,8 @@ TEST(SafetensorsBounds, ATensorTheModelDoesNotUseIsRefusedByName) {
   const Init init(Target::Cpu, InitSpec{InitKind::Zero});
   presets::GptTiny model(init);
   const dist::WalkUnits walk = dist::walk_units(model);
-  const std::filesystem::path plain = dir / "plain.safetensors";
-  save_weights_safetensors(plain, "gpt-tiny", NameMap::for_preset(NameScheme::Noeira, "gpt-tiny"),
-                           walk, {}, NonFinite::Refuse);
-  const io::SafetensorsFile st = io::SafetensorsFile::open(plain);
-  std::vector<std::vector<float>> values;
-  values.reserve(st.entries().size() + 1);
-  std::vector<io::StTensorOut> out;
-  for (const io::StEntry& e : st.entries()) {
-    values.push_back(st.read_float(e));
-    out.push_back({e.name, e.shape, values.back()});
-  }
-  values.push_back({1.0f});
-  out.push_back({"h.0.attn.extra", {1}, values.back()});
-  io::save_safetensors(dir / "extra.safetensors", out, st.metadata());
+  const std::vector<float> one = {1.0f};
+  write_with_extra(dir / "extra.safetensors", NameScheme::Noeira, "h.0.attn.extra", &one, {1});
   expect_input_error(
       [&] {
         load_weights_file(dir / "extra.safetensors", "gpt-tiny", "", walk, NonFinite::Refuse);
