@@ -43,3 +43,16 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
                          FAIL_REGULAR_EXPRESSION "exit code 0[^0-9]|saved ")
   endforeach()
 endif()
+
+# A refusal every rank reaches alike (an option, the data, rank 0's output directory) is said once
+# and ends the job without MPI_Abort (tests/refusal_once.sh).
+if(TARGET noeira AND MPIEXEC_EXECUTABLE)
+  add_test(NAME refusal_said_once_np2
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/refusal_once.sh ${MPIEXEC_EXECUTABLE}
+                   ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira>
+                   ${CMAKE_CURRENT_BINARY_DIR}/refusal_once)
+  set_tests_properties(refusal_said_once_np2 PROPERTIES
+                       ENVIRONMENT
+                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                       TIMEOUT 120 PROCESSORS 2)
+endif()

@@ -2,8 +2,8 @@
 // an --out that holds a run is refused with that run's files intact, a run refused after its
 // directories were claimed removes them, --overwrite-checkpoints discards nothing for a run that
 // is refused, and a resumed run continues its own records. A resume on other data of the same
-// size and an --init-from of another vocabulary are refused. And a default never fails a run:
-// the ones the user did not set adapt to the ones the user did.
+// size and an --init-from of another vocabulary are refused. A default never fails a run: the
+// ones the user did not set adapt to the ones the user did. And an error is one short line.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -202,6 +202,19 @@ TEST(CliNothingLost, DefaultsAdaptToWhatTheUserSet) {
                         "--min-lr 0.001 is above --lr 0.0001");
   expect_one_error_line(noeira(dir, missing + "--steps 20 --eval-every 7"),
                         "--eval-every 7 does not divide --steps 20");
+}
+
+// A message quoting a huge value stays one line of bounded length, its start and end kept.
+TEST(CliNothingLost, AHugeValueKeepsTheErrorLineShort) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  const std::string huge = "start" + std::string(100'000, 'x') + "end";
+  for (const std::string flag : {"--model", "--data-dir", "--text-file"}) {
+    const Output o = noeira(dir, "train --data text " + flag + " " + huge);
+    expect_one_error_line(o, " bytes not shown) ... ");
+    EXPECT_LT(o.err.size(), 1200u) << flag;
+    EXPECT_NE(o.err.find("start"), std::string::npos) << flag;
+  }
 }
 
 }  // namespace
