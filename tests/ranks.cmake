@@ -44,8 +44,8 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
   endforeach()
 endif()
 
-# A refusal every rank reaches alike (an option, the data, rank 0's output directory) is said once
-# and ends the job without MPI_Abort (tests/refusal_once.sh).
+# A refusal every rank reaches alike (an option, the data, rank 0's output directory, the
+# checkpoint to resume) is said once and ends the job without MPI_Abort (tests/refusal_once.sh).
 if(TARGET noeira AND MPIEXEC_EXECUTABLE)
   add_test(NAME refusal_said_once_np2
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/refusal_once.sh ${MPIEXEC_EXECUTABLE}

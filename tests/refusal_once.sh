@@ -1,6 +1,6 @@
 #!/bin/sh
 # A refusal every rank of an mpirun job reaches alike — an option, the data, rank 0's output
-# directory — is one line, said once by rank 0, and the job ends without MPI_Abort (no abort
+# directory, the checkpoint to resume — is one line, said once by rank 0, and the job ends without MPI_Abort (no abort
 # banner, no ORTE error log); a non-zero exit. Usage: refusal_once.sh MPIEXEC NUMPROC_FLAG NOEIRA
 # WORKDIR.
 set -e
@@ -38,9 +38,18 @@ expect() {
   fi
 }
 
+# A checkpoint of a run on one corpus, for a resume on another of the same size.
+"$mpiexec" "$flag" 2 "$noeira" $text --eval-every 2 --checkpoint-dir "$work/ck" \
+  --out "$work/first" </dev/null >"$work/first.log" 2>&1 ||
+  { echo "FAIL: the first run failed"; cat "$work/first.log"; exit 1; }
+tac "$work/corpus.txt" >"$work/reversed.txt"
+
 expect option "--min-lr 0.001 is above --lr 0.0001" $text --lr 1e-4 --min-lr 1e-3
 expect data "missing.txt" train --data text --model gpt-tiny --text-file "$work/missing.txt"
 expect out "--out $work/taken: holds another run's records (config.json)" \
   $text --out "$work/taken"
+expect resume "saved by a run on other data" train --data text --model gpt-tiny \
+  --text-file "$work/reversed.txt" --steps 4 --eval-every 2 --threads 1 --resume latest \
+  --checkpoint-dir "$work/ck" --out "$work/resumed"
 [ "$failures" -eq 0 ] || { echo "$failures case(s) failed"; exit 1; }
 echo "every refusal said once, without MPI_Abort"

@@ -218,9 +218,13 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                            : std::filesystem::path(cfg.checkpoint_dir) / io::step_dir_name(cursor.step);
 }
 
-TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPolicy& policy,
-                            const dist::WalkUnits& walk, Optimizer& optimizer,
-                            const TrainConfig& cfg, std::int64_t train_samples) {
+namespace {
+
+// This rank's part of load_checkpoint: no collective inside, so that the ranks can agree on the
+// outcome afterwards whichever of them failed.
+TrainCursor load_held_pieces(const std::filesystem::path& path, dist::ShardingPolicy& policy,
+                             const dist::WalkUnits& walk, Optimizer& optimizer,
+                             const TrainConfig& cfg, std::int64_t train_samples) {
   const io::CheckpointReader ckpt = io::CheckpointReader::open(path);
   const io::CheckpointMeta& meta = ckpt.meta();
   const std::string where = ckpt.dir().string();
@@ -308,6 +312,31 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
     }
   }
   return cursor;
+}
+
+}  // namespace
+
+TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPolicy& policy,
+                            const dist::WalkUnits& walk, Optimizer& optimizer,
+                            const TrainConfig& cfg, std::int64_t train_samples) {
+  TrainCursor cursor;
+  std::string failure;
+  bool failed = false;
+  try {
+    cursor = load_held_pieces(path, policy, walk, optimizer, cfg, train_samples);
+  } catch (const std::exception& e) {
+    failure = e.what();
+    failed = true;
+  }
+  // A refusal every rank reaches (another run's data, a damaged file) is said once, by rank 0,
+  // and the job ends without MPI_Abort; a rank that alone failed says why itself.
+  dist::ProcessGroup& group = policy.group();
+  const auto failures = dist::sum_over_ranks<std::int64_t>(group, failed ? 1 : 0);
+  if (failures == 0) return cursor;
+  if (failures == group.size()) throw AgreedError(failure);
+  if (failed) throw InputError(failure);
+  throw AgreedError(detail::concat(failures, " rank(s) could not load the checkpoint ",
+                                   path.string(), " (their errors say why)"));
 }
 
 }  // namespace noeira

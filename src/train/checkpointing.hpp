@@ -42,7 +42,8 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
 // io::resolve_checkpoint accepts), whatever world size and policy wrote it, and restores the
 // optimizer's step state. Refuses another model (signature), another optimizer, batch, seed or
 // training set size (the data cursor would mean something else), another data set, and non-finite
-// values unless cfg.allow_non_finite. Returns where to continue.
+// values unless cfg.allow_non_finite. Returns where to continue. Collective over the policy's
+// group: a refusal that every rank reaches is an AgreedError (said once, by rank 0).
 TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPolicy& policy,
                             const dist::WalkUnits& walk, Optimizer& optimizer,
                             const TrainConfig& cfg, std::int64_t train_samples);
