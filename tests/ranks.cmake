@@ -45,14 +45,13 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
 endif()
 
 # A refusal every rank reaches alike (an option, the data, rank 0's output directory, the
-# checkpoint to resume) is said once and ends the job without MPI_Abort (tests/refusal_once.sh).
+# checkpoint to resume) is said once and ends the job without MPI_Abort (tests/refusal_once.sh;
+# noeira_mpi_test_env is tests/dist.cmake's, included before this file).
 if(TARGET noeira AND MPIEXEC_EXECUTABLE)
   add_test(NAME refusal_said_once_np2
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/refusal_once.sh ${MPIEXEC_EXECUTABLE}
                    ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira>
                    ${CMAKE_CURRENT_BINARY_DIR}/refusal_once)
-  set_tests_properties(refusal_said_once_np2 PROPERTIES
-                       ENVIRONMENT
-                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+  set_tests_properties(refusal_said_once_np2 PROPERTIES ENVIRONMENT "${noeira_mpi_test_env}"
                        TIMEOUT 120 PROCESSORS 2)
 endif()

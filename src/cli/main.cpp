@@ -56,7 +56,7 @@ int train_main(Command& c, bool mpi) {
   // Under mpirun every rank checks its options alike: a refusal is one line, said by rank 0.
   auto finish = [&] {
     finish_config(c);
-    check_train_config(c.config);
+    (void)check_train_config(c.config);
   };
   if (mpi) {
     noeira::dist::agree_on_success(MPI_COMM_WORLD, finish);

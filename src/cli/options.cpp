@@ -1,7 +1,6 @@
 #include "cli/options.hpp"
 
 #include <cblas.h>
-#include <mpi.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include "train/augment.hpp"
 #include "train/dataset.hpp"
 #include "train/presets.hpp"
+#include "train/run.hpp"
 #include "train/name_map.hpp"
 #include "train/tokenizer.hpp"
 
@@ -175,18 +175,6 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
   }
 }
 
-// The ranks this run will have: the simulated ones, else the MPI processes (main() initializes
-// MPI before the options are finished when a launcher started this process), else one.
-int launch_world(const TrainConfig& t) {
-  if (t.sim_ranks > 0) return t.sim_ranks;
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (initialized == 0) return 1;
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
-
 // The evaluation interval of a text run the user gave none: `preferred` steps, or the divisor of
 // --steps nearest below it that is at least half of it (periods all have the same length,
 // train/language_model.hpp); failing that, the run's length: one evaluation, at its end.
@@ -214,7 +202,7 @@ void adapt_defaults(Command& c, const std::set<std::string>& user_set) {
     if (!set_by_user("--min-lr")) t.min_lr = std::min(kTextMinLr, t.lr / 10.0);
   }
   // Every rank needs a row of every micro-batch: a default batch grows to cover the ranks.
-  const std::int64_t world = launch_world(t);
+  const std::int64_t world = run_world(t);  // main() has initialized MPI under a launcher
   if (!set_by_user("--batch")) t.batch = std::max(t.batch, world * t.accum);
   if (is_text(t)) check_schedule(t, t.steps);  // an image run's length is known once loaded
 }

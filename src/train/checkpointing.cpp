@@ -31,14 +31,16 @@ constexpr State kStates[] = {State::Value, State::M, State::V};
 const char* kind_name(State s) { return s == State::Value ? "val" : s == State::M ? "m" : "v"; }
 
 // Every rank learns whether every rank succeeded (one scalar allreduce), so that all of them
-// throw together instead of leaving the others waiting in the next collective.
+// throw together instead of leaving the others waiting in the next collective. A failure every
+// rank had is an AgreedError (said once, by rank 0, without MPI_Abort); otherwise a failing rank
+// throws its own error and the others say that it failed.
 void agree(dist::ProcessGroup& group, bool ok, const std::string& error, const char* what) {
   const std::int64_t failures = dist::sum_over_ranks<std::int64_t>(group, ok ? 0 : 1);
+  if (failures == 0) return;
+  if (failures == group.size()) throw AgreedError(error);
   if (!ok) throw Error(error);
-  if (failures > 0) {
-    throw Error(detail::concat(what, ": ", static_cast<int>(failures),
-                               " other rank(s) failed (see their errors)"));
-  }
+  throw Error(detail::concat(what, ": ", static_cast<int>(failures),
+                             " other rank(s) failed (see their errors)"));
 }
 
 // A checkpoint of a non-finite state would become `latest` and be resumed from: every rank scans
@@ -328,15 +330,9 @@ TrainCursor load_checkpoint(const std::filesystem::path& path, dist::ShardingPol
     failure = e.what();
     failed = true;
   }
-  // A refusal every rank reaches (another run's data, a damaged file) is said once, by rank 0,
-  // and the job ends without MPI_Abort; a rank that alone failed says why itself.
-  dist::ProcessGroup& group = policy.group();
-  const auto failures = dist::sum_over_ranks<std::int64_t>(group, failed ? 1 : 0);
-  if (failures == 0) return cursor;
-  if (failures == group.size()) throw AgreedError(failure);
-  if (failed) throw InputError(failure);
-  throw AgreedError(detail::concat(failures, " rank(s) could not load the checkpoint ",
-                                   path.string(), " (their errors say why)"));
+  // A refusal every rank reaches (another run's data, a damaged file) is said once, by rank 0.
+  agree(policy.group(), !failed, failure, "checkpoint load");
+  return cursor;
 }
 
 }  // namespace noeira

@@ -222,13 +222,6 @@ std::vector<dist::Setting> rank_settings(const TrainConfig& cfg) {
   return settings;
 }
 
-// The ranks of this run: the MPI processes, else the simulated ones (one without either).
-int run_world(const TrainConfig& cfg, bool mpi) {
-  if (!mpi) return std::max(1, cfg.sim_ranks);
-  int size = 1;
-  NOEIRA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  return size;
-}
 
 std::unique_ptr<dist::ProcessGroup> make_rank_group(Target target,
                                                     const dist::ProcessGroupOptions& options) {
@@ -299,6 +292,13 @@ void check_init_vocabulary(const TrainConfig& cfg) {
 
 }  // namespace
 
+int run_world(const TrainConfig& cfg) {
+  if (!dist::MpiRuntime::launched_by_mpi()) return std::max(1, cfg.sim_ranks);
+  int size = 1;
+  NOEIRA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  return size;
+}
+
 std::string default_out_dir(const TrainConfig& cfg) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
@@ -308,7 +308,7 @@ std::string default_out_dir(const TrainConfig& cfg) {
   return detail::concat("runs/", cfg.model, "-", cfg.data, "-", stamp);
 }
 
-void check_train_config(const TrainConfig& cfg) {
+Target check_train_config(const TrainConfig& cfg) {
   validate(cfg);
   if (!is_text(cfg)) (void)parse_dataset_kind(cfg.data);
   // Resolve every name before the (slow) data load, so a typo fails at once.
@@ -320,7 +320,7 @@ void check_train_config(const TrainConfig& cfg) {
     throw InputError("--init-from and --resume: a resumed run continues its own weights; give one");
   }
   if (!cfg.names.empty()) (void)kNameSchemeNames.parse(cfg.names);
-  (void)run_target(cfg);
+  const Target target = run_target(cfg);
   const bool mpi = dist::MpiRuntime::launched_by_mpi();
   if (mpi && cfg.sim_ranks > 0) {
     throw InputError(detail::concat("--sim-ranks ", cfg.sim_ranks,
@@ -334,17 +334,17 @@ void check_train_config(const TrainConfig& cfg) {
             : detail::concat(" needs --sim-ranks of at least as many ranks (got --sim-ranks ",
                              cfg.sim_ranks, ")")));
   }
+  return target;
 }
 
 TrainOutcome run_train(const TrainConfig& given) {
   TrainConfig cfg = given;
-  check_train_config(cfg);
-  const Target target = run_target(cfg);
+  const Target target = check_train_config(cfg);
   const bool mpi = dist::MpiRuntime::launched_by_mpi();
   // Before anything that depends on the settings, collectives above all: ranks started with
   // other options would post collectives that do not match.
   if (mpi) dist::check_ranks_agree(MPI_COMM_WORLD, rank_settings(cfg));
-  const int world = run_world(cfg, mpi);
+  const int world = run_world(cfg);
   check_batch_covers_ranks(cfg.batch, world, static_cast<int>(cfg.accum));
   if (!cfg.checkpoint_dir.empty()) install_stop_handlers();
   dist::ProcessGroupOptions group_options;
@@ -425,9 +425,9 @@ TrainOutcome run_train(const TrainConfig& given) {
       // per rank, as main() set it.
       const std::unique_ptr<dist::ProcessGroup> group = make_rank_group(target, group_options);
       // Rank 0 alone locks the checkpoint directory (io/checkpoint_lock.hpp says why) and owns
-      // the output directory; when it cannot, its error aborts the job before any rank writes.
+      // the output directory; its refusal (another run's directory) ends every rank alike before
+      // any rank writes, said once.
       std::unique_ptr<RunClaim> claim;
-      // Rank 0's refusal (another run's directory) ends every rank alike, said once.
       dist::agree_on_success(MPI_COMM_WORLD, [&] {
         if (group->rank() == 0) claim = claim_run(cfg, progress);
       });

@@ -22,9 +22,14 @@ struct TrainOutcome {
 TrainOutcome run_train(const TrainConfig& config);
 
 // What run_train checks first, before anything is loaded: every option against the others, the
-// names (preset, data set, optimizer, policy...), the device and the launch. No collective: under
-// mpirun main() runs it on every rank alike, to say a refusal once (dist::agree_on_success).
-void check_train_config(const TrainConfig& config);
+// names (preset, data set, optimizer, policy...), the device (run_target, returned) and the
+// launch. No collective: under mpirun main() runs it on every rank alike, to say a refusal once
+// (dist::agree_on_success).
+Target check_train_config(const TrainConfig& config);
+
+// The ranks of a run: the MPI processes when a launcher started this process (MPI initialized),
+// else the simulated ones (one without either).
+int run_world(const TrainConfig& config);
 
 // Loads <config.params> (or the checkpoint config.eval_checkpoint) into the preset (config.model,
 // or the one the file names when empty) and evaluates it on its task's held-out data: the test
