@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cli_test_util.hpp"
 #include "io_test_files.hpp"
@@ -99,6 +101,54 @@ TEST(StopSignal, ASecondSigtermEndsTheProcessAtOnce) {
   const int warned = child_status(SIGUSR1, SIGTERM);
   ASSERT_TRUE(WIFEXITED(warned));
   EXPECT_EQ(WEXITSTATUS(warned), 0);
+}
+
+// In a child process whose stop signals go to one thread of their own: `signals` sent to the
+// process (not to a thread, as a scheduler's are), each after the previous one was taken; the
+// handlers installed when `handled`. Exits 0 when the first signal was taken as the stop and a
+// thread started after the routing blocks both signals.
+int routed_child_status(std::vector<int> signals, bool handled) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    route_stop_signals_to_one_thread();
+    if (handled) install_stop_handlers();
+    bool blocked = false;
+    std::thread([&] {
+      sigset_t mask;
+      pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+      blocked = sigismember(&mask, SIGTERM) == 1 && sigismember(&mask, SIGUSR1) == 1;
+    }).join();
+    const sigset_t child = child_signal_mask();
+    if (!blocked || sigismember(&child, SIGTERM) == 1 || sigismember(&child, SIGUSR1) == 1) {
+      ::_exit(2);
+    }
+    for (const int s : signals) {
+      ::kill(::getpid(), s);
+      // Taken by the receiving thread, not this one (it blocks them): wait up to 10 s.
+      for (int i = 0; i < 1000 && stop_signal() != signals.front(); ++i) ::usleep(10'000);
+    }
+    ::usleep(300'000);  // time for a later signal to end the process, where it does
+    ::_exit(stop_signal() == signals.front() ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST(StopSignal, ReachesOneThreadOfItsOwnAndActsAsBefore) {
+  const int stop = routed_child_status({SIGUSR1}, true);
+  ASSERT_TRUE(WIFEXITED(stop));
+  EXPECT_EQ(WEXITSTATUS(stop), 0) << "1: not taken as the stop; 2: a thread had it unblocked";
+  const int twice = routed_child_status({SIGTERM, SIGTERM}, true);
+  ASSERT_TRUE(WIFSIGNALED(twice)) << "exited " << WEXITSTATUS(twice) << " after two SIGTERMs";
+  EXPECT_EQ(WTERMSIG(twice), SIGTERM);
+  const int warned = routed_child_status({SIGUSR1, SIGTERM}, true);
+  ASSERT_TRUE(WIFEXITED(warned));
+  EXPECT_EQ(WEXITSTATUS(warned), 0);
+  // Without the handlers (no --checkpoint-dir), a SIGTERM still ends the process.
+  const int plain = routed_child_status({SIGTERM}, false);
+  ASSERT_TRUE(WIFSIGNALED(plain));
+  EXPECT_EQ(WTERMSIG(plain), SIGTERM);
 }
 
 }  // namespace

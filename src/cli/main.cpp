@@ -184,6 +184,9 @@ int main(int argc, char** argv) {
   // First of all: OpenBLAS on its generic kernels on a CPU it does not know starts again on the
   // right ones (kernels/cpu/blas_core.hpp; 2-10x faster GEMMs where it applies).
   noeira::cpu::reexec_with_blas_core(argv);
+  // Before any thread exists (OpenMP's, MPI's, the ranks'): a stop signal must never interrupt
+  // a thread that computes (train/stop_signal.hpp).
+  noeira::route_stop_signals_to_one_thread();
   CLI::App app{"noeira: train neural networks on CPUs and GPUs, on one machine or many"};
   app.require_subcommand(1);
   Command train;

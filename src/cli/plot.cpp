@@ -10,6 +10,7 @@
 
 #include "cli/bounds.hpp"
 #include "kernels/error.hpp"
+#include "train/stop_signal.hpp"
 
 extern char** environ;
 
@@ -64,9 +65,17 @@ int plot_main(const PlotOptions& o) {
   for (const std::string& run : o.runs) args.push_back(run.c_str());
   args.push_back(nullptr);
   pid_t child = 0;
+  // The script starts with the stop signals unblocked (this process blocks them in every thread
+  // but one, and a child inherits the mask): a SIGTERM ends it.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  const sigset_t mask = child_signal_mask();
+  posix_spawnattr_setsigmask(&attr, &mask);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   // posix_spawn's argv is char* const[] for historical reasons; it does not write to it.
-  const int spawned = ::posix_spawn(&child, kPython, nullptr, nullptr,
+  const int spawned = ::posix_spawn(&child, kPython, nullptr, &attr,
                                     const_cast<char* const*>(args.data()), environ);
+  posix_spawnattr_destroy(&attr);
   if (spawned != 0) {
     throw InputError(detail::concat("noeira plot: cannot run ", kPython, " (",
                                     std::strerror(spawned), ")"));

@@ -1,6 +1,11 @@
 #include "train/stop_signal.hpp"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <mutex>
+#include <thread>
 
 namespace noeira {
 
@@ -29,6 +34,39 @@ void install_stop_handlers() {
   action.sa_flags = SA_RESTART;  // a signal must not fail an I/O call mid-checkpoint
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
+}
+
+namespace {
+sigset_t stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
+  return set;
+}
+}  // namespace
+
+void route_stop_signals_to_one_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const sigset_t stops = stop_signals();
+    pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+    // The receiver sleeps in pause(): a signal interrupts it at a system call, never inside a
+    // kernel, and the only thread that has the signals unblocked is where the kernel delivers a
+    // signal sent to the process.
+    std::thread([stops] {
+      pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
+      for (;;) pause();
+    }).detach();
+  });
+}
+
+sigset_t child_signal_mask() {
+  sigset_t mask;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+  sigdelset(&mask, SIGTERM);
+  sigdelset(&mask, SIGUSR1);
+  return mask;
 }
 
 int stop_signal() { return g_stop_signal; }

@@ -12,6 +12,15 @@ inline constexpr int kStoppedExitCode = 75;
 
 // Installs the handlers for SIGTERM and SIGUSR1 (idempotent).
 void install_stop_handlers();
+// Keeps SIGTERM and SIGUSR1 off every thread that computes: blocks them in the calling thread,
+// and so in every thread started from it later, and starts one thread that alone receives them
+// (their handlers, or their default action, run there). A signal landing in one of oneDNN's JIT
+// GEMM kernels corrupts the heap (docs/design.md, "Signals reach one thread"). Call it first in
+// main(), before any thread exists; idempotent.
+void route_stop_signals_to_one_thread();
+// The calling thread's signal mask without the two stop signals: what a child process starts
+// with (a blocked SIGTERM would otherwise never end it).
+sigset_t child_signal_mask();
 // The signal that asked to stop, 0 when none did.
 int stop_signal();
 // "SIGTERM", "SIGUSR1", or "signal N".
