@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #ifdef NOEIRA_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -493,7 +494,21 @@ int run_watchdog(int timeout_ms, int skipper) {
 
 }  // namespace
 
+// Listing the tests (ctest's discovery at build time, gpu_check.sh's count) starts no MPI: an
+// MPI singleton asks Open MPI for a helper daemon, which it starts through ssh or rsh, and a
+// build on a machine without either would fail at this step.
+static bool only_lists_tests(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]).starts_with("--gtest_list_tests")) return true;
+  }
+  return false;
+}
+
 int main(int argc, char** argv) {
+  if (only_lists_tests(argc, argv)) {
+    ::testing::InitGoogleTest(&argc, argv);
+    return RUN_ALL_TESTS();
+  }
   try {
     noeira::dist::MpiRuntime mpi(&argc, &argv);
     if (argc == 4 && std::string(argv[1]) == "watchdog") {
