@@ -13,8 +13,9 @@ namespace {
 constexpr int kChannelThreads = 256;
 
 // Σx and Σx² of channel blockIdx.x over every row and pixel.
-__global__ void moments_kernel(double* moments, const float* x, std::int64_t rows,
-                               std::int64_t channels, std::int64_t pixels) {
+__global__ void __launch_bounds__(kChannelThreads)
+    moments_kernel(double* moments, const float* x, std::int64_t rows, std::int64_t channels,
+                   std::int64_t pixels) {
   const std::int64_t c = blockIdx.x;
   const std::int64_t n = rows * pixels;
   double s = 0.0;
@@ -33,9 +34,10 @@ __global__ void moments_kernel(double* moments, const float* x, std::int64_t row
   }
 }
 
-__global__ void grad_sums_kernel(double* sums, const float* dy, const float* x, const float* mean,
-                                 const float* rstd, std::int64_t rows, std::int64_t channels,
-                                 std::int64_t pixels) {
+__global__ void __launch_bounds__(kChannelThreads)
+    grad_sums_kernel(double* sums, const float* dy, const float* x, const float* mean,
+                     const float* rstd, std::int64_t rows, std::int64_t channels,
+                     std::int64_t pixels) {
   const std::int64_t c = blockIdx.x;
   const std::int64_t n = rows * pixels;
   const float m = mean[c];

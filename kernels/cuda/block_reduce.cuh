@@ -46,11 +46,17 @@ __device__ T block_sum(T v) {
 
 __device__ inline float block_max(float v) { return block_reduce(v, MaxOp{}, -INFINITY); }
 
+// The most threads a row-wise kernel's block has, and so its __launch_bounds__: without a bound
+// ptxas may give a thread up to 255 registers, and a 512-thread block then fails to launch
+// (65536 registers per block; docs/design.md, "CUDA: launch bounds and reproducible library
+// choices").
+constexpr int kMaxRowThreads = 512;
+
 // Threads per block for a row-wise kernel over `cols` elements: one warp for short rows, up to
-// 512 threads for long ones.
+// kMaxRowThreads for long ones.
 inline int row_threads(std::int64_t cols) {
   int t = 32;
-  while (t < 512 && t < cols) t *= 2;
+  while (t < kMaxRowThreads && t < cols) t *= 2;
   return t;
 }
 

@@ -23,8 +23,9 @@ constexpr std::int64_t kChunkRows = 128;
 constexpr std::int64_t kMaxChunks = 65535;  // gridDim.y limit
 
 template <class Term>
-__global__ void partial_kernel(double* partial, std::int64_t rows, std::int64_t cols,
-                               std::int64_t chunk_rows, Term term) {
+__global__ void __launch_bounds__(kThreads)
+    partial_kernel(double* partial, std::int64_t rows, std::int64_t cols, std::int64_t chunk_rows,
+                   Term term) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * chunk_rows;
@@ -34,8 +35,9 @@ __global__ void partial_kernel(double* partial, std::int64_t rows, std::int64_t 
   partial[static_cast<std::int64_t>(blockIdx.y) * cols + c] = s;
 }
 
-inline __global__ void finish_kernel(GradMode mode, float* out, const double* partial,
-                                     std::int64_t chunks, std::int64_t cols) {
+inline __global__ void __launch_bounds__(kThreads)
+    finish_kernel(GradMode mode, float* out, const double* partial, std::int64_t chunks,
+                  std::int64_t cols) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= cols) return;
   double s = 0.0;

@@ -13,9 +13,12 @@ namespace noeira::cuda {
 
 namespace {
 
-__global__ void embedding_scatter_kernel(float* dtable, const float* dy, const std::int32_t* ids,
-                                         std::int64_t rows, std::int64_t dim,
-                                         std::int64_t vocab) {
+// Small blocks: the grid is only dim threads wide, so spread it over more SMs.
+constexpr int kScatterThreads = 64;
+
+__global__ void __launch_bounds__(kScatterThreads)
+    embedding_scatter_kernel(float* dtable, const float* dy, const std::int32_t* ids,
+                             std::int64_t rows, std::int64_t dim, std::int64_t vocab) {
   const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= dim) return;
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -32,11 +35,9 @@ void embedding_backward(Stream s, GradMode mode, float* dtable, const float* dy,
                         std::int64_t vocab) {
   if (mode == GradMode::Overwrite) fill(s, dtable, 0.0f, vocab * dim);
   if (rows <= 0 || dim <= 0) return;
-  // Small blocks: the grid is only dim threads wide, so spread it over more SMs.
-  constexpr int kThreads = 64;
-  const unsigned blocks = static_cast<unsigned>((dim + kThreads - 1) / kThreads);
-  embedding_scatter_kernel<<<blocks, kThreads, 0, as_cuda(s)>>>(dtable, dy, ids, rows, dim,
-                                                                 vocab);
+  const unsigned blocks = static_cast<unsigned>((dim + kScatterThreads - 1) / kScatterThreads);
+  embedding_scatter_kernel<<<blocks, kScatterThreads, 0, as_cuda(s)>>>(dtable, dy, ids, rows, dim,
+                                                                        vocab);
   check_launch();
 }
 

@@ -16,8 +16,11 @@ constexpr int kMapThreads = 256;
 // Enough resident blocks to fill any current GPU; the grid-stride loop covers the rest.
 constexpr std::int64_t kMaxMapBlocks = 65536;
 
+// Like every kernel of the backend, bounded by the largest block its launch uses, which keeps
+// ptxas's register budget within what that block may have (docs/design.md, "CUDA: launch bounds
+// and reproducible library choices"); a launch past the bound fails in check_launch.
 template <class F>
-__global__ void map_kernel(std::int64_t n, F f) {
+__global__ void __launch_bounds__(kMapThreads) map_kernel(std::int64_t n, F f) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += stride) {

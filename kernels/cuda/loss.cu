@@ -36,7 +36,7 @@ struct BlockRow {
   __device__ float exp(float d) const { return expf(d); }
 };
 
-__global__ void row_loss_kernel(LossKind kind, RowLossArgs args) {
+__global__ void __launch_bounds__(kMaxRowThreads) row_loss_kernel(LossKind kind, RowLossArgs args) {
   const std::int64_t r = blockIdx.x;
   const float loss = loss_math::row_loss(BlockRow{args.cols}, kind, args, r);
   if (threadIdx.x == 0) args.row_loss[r] = loss;

@@ -19,9 +19,9 @@ __device__ void store_value(std::uint16_t* y, float v) { *y = bf16_bits(v); }
 
 // mean is null for RMSNorm (no centring: the row mean is taken as 0), beta null for no shift.
 template <class Y>
-__global__ void norm_forward_kernel(Y* y, float* mean, float* rstd, const float* x,
-                                    const float* gamma, const float* beta, std::int64_t cols,
-                                    float eps) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    norm_forward_kernel(Y* y, float* mean, float* rstd, const float* x, const float* gamma,
+                        const float* beta, std::int64_t cols, float eps) {
   const std::int64_t r = blockIdx.x;
   const float* xr = x + r * cols;
   Y* yr = y + r * cols;
@@ -49,9 +49,9 @@ __global__ void norm_forward_kernel(Y* y, float* mean, float* rstd, const float*
 }
 
 // dx for one row. mean is null for RMSNorm (no centring, no mean(g) term).
-__global__ void norm_input_grad_kernel(float* dx, const float* dy, const float* x,
-                                       const float* gamma, const float* mean, const float* rstd,
-                                       std::int64_t cols) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    norm_input_grad_kernel(float* dx, const float* dy, const float* x, const float* gamma,
+                           const float* mean, const float* rstd, std::int64_t cols) {
   const std::int64_t r = blockIdx.x;
   const std::int64_t o = r * cols;
   const float m = mean != nullptr ? mean[r] : 0.0f;

@@ -30,7 +30,8 @@ struct Square {
 };
 
 template <class Term>
-__global__ void chunk_sums_kernel(double* partial, const float* x, std::int64_t n, Term term) {
+__global__ void __launch_bounds__(kReduceThreads)
+    chunk_sums_kernel(double* partial, const float* x, std::int64_t n, Term term) {
   const std::int64_t begin = static_cast<std::int64_t>(blockIdx.x) * kChunk;
   const std::int64_t end = begin + kChunk < n ? begin + kChunk : n;
   double s = 0.0;
@@ -71,7 +72,8 @@ double chunked_sum(Stream stream, const float* x, std::int64_t n, Term term) {
 }
 
 // chunked_sum's host loop on the device: the same total, added in the same order.
-__global__ void add_chunks_kernel(double* acc, const double* partial, std::int64_t chunks) {
+__global__ void __launch_bounds__(1)
+    add_chunks_kernel(double* acc, const double* partial, std::int64_t chunks) {
   double total = 0.0;
   for (std::int64_t c = 0; c < chunks; ++c) total += partial[c];
   *acc += total;

@@ -28,8 +28,8 @@ struct VisibleKeys {
 // y[0:n] = softmax(x[0:n]), y[n:cols] = 0 for every row. Each thread writes only the elements it
 // read itself, after the max's barrier: y may alias x.
 template <class Visible>
-__global__ void softmax_forward_kernel(float* y, const float* x, std::int64_t cols,
-                                       Visible visible) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    softmax_forward_kernel(float* y, const float* x, std::int64_t cols, Visible visible) {
   const std::int64_t row = blockIdx.x;
   const float* xr = x + row * cols;
   float* yr = y + row * cols;
@@ -61,8 +61,8 @@ void launch_softmax(Stream s, float* y, const float* x, std::int64_t rows, std::
   check_launch();
 }
 
-__global__ void softmax_backward_kernel(float* dx, const float* dy, const float* y,
-                                        std::int64_t cols) {
+__global__ void __launch_bounds__(kMaxRowThreads)
+    softmax_backward_kernel(float* dx, const float* dy, const float* y, std::int64_t cols) {
   const std::int64_t o = static_cast<std::int64_t>(blockIdx.x) * cols;
   double dot = 0.0;
   for (std::int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
