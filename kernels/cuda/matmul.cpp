@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "kernels/cuda/alignment_hint.hpp"
 #include "kernels/cuda/bf16_operand.hpp"
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
@@ -136,15 +137,17 @@ bool run_as(Stream stream, const Gemm& g, OperandForm form, bool must_succeed) {
       sizeof(workspace_bytes)));
 
   // Unless told, the heuristic assumes 256-byte-aligned matrices; weights are views into the
-  // policies' flat buffers and batches views of the data set, so tell it the pointers' alignment.
-  // Every item of a batch must have it: the stride counts too (attention's heads sit head_dim
-  // floats apart).
+  // policies' flat buffers and batches views of the data set, so tell it the pointers' alignment
+  // as far as the shapes fix it (alignment_hint.hpp: never more than 16 bytes, so that the same
+  // shapes get the same algorithm and the same bits wherever the buffers lie). Every item of a
+  // batch must have it: the stride counts too (attention's heads sit head_dim floats apart).
+  // The heuristic is asked on every call, so no cached choice can disagree with the hint.
   auto set_alignment = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* p,
                            std::int64_t stride, std::size_t element_bytes) {
-    const auto address = reinterpret_cast<std::uintptr_t>(p);
-    const auto step = g.batch > 1 ? static_cast<std::uintptr_t>(stride) * element_bytes : 0;
-    std::uint32_t bytes = 256;
-    while (bytes > element_bytes && (address % bytes != 0 || step % bytes != 0)) bytes /= 2;
+    const std::uint64_t stride_bytes =
+        g.batch > 1 ? static_cast<std::uint64_t>(stride) * element_bytes : 0;
+    const std::uint32_t bytes = alignment_hint(reinterpret_cast<std::uintptr_t>(p), stride_bytes,
+                                               static_cast<std::uint32_t>(element_bytes));
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw_pref, attr, &bytes, sizeof(bytes)));
   };
   set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, a_op.data, g.stride_a,
