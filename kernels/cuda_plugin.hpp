@@ -22,7 +22,8 @@ struct KernelTable;
 struct CudaKernelsEntry {
   const KernelTable& (*table)();
   const KernelTable& (*bf16_table)();  // the matrix products with bf16 operands
-  bool (*device_present)();
+  // Why no CUDA device can be used, in the runtime's words; empty when one can.
+  const char* (*device_unavailable_reason)();
   void (*set_allow_tf32)(bool allow);
 };
 

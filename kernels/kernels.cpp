@@ -35,11 +35,7 @@ std::string cuda_unavailable_reason() {
 #ifdef NOEIRA_HAVE_CUDA
   const CudaKernelsEntry* cuda = cuda_kernels();
   if (cuda == nullptr) return cuda_plugin_error();
-  if (!cuda->device_present()) {
-    return "the CUDA runtime finds no GPU on this machine (no driver, or none visible: check "
-           "nvidia-smi and CUDA_VISIBLE_DEVICES)";
-  }
-  return {};
+  return cuda->device_unavailable_reason();
 #else
   return "this noeira was built without CUDA (nvcc was not found at configure time, or "
          "-DNOEIRA_CUDA=OFF)";
@@ -52,7 +48,7 @@ const KernelTable& kernels_for(Target target, Precision precision) {
   if (target == Target::Cpu) return precision == Precision::Bf16 ? cpu::bf16_table : cpu::table;
 #ifdef NOEIRA_HAVE_CUDA
   const CudaKernelsEntry* cuda = cuda_kernels();
-  if (cuda != nullptr && cuda->device_present()) {
+  if (cuda != nullptr && *cuda->device_unavailable_reason() == '\0') {
     return precision == Precision::Bf16 ? cuda->bf16_table() : cuda->table();
   }
 #endif

@@ -47,29 +47,46 @@ cudnnTensorDescriptor_t tensor_descriptor(std::int64_t n, std::int64_t c, std::i
   return d;
 }
 
-// The first deterministic algorithm cuDNN's heuristics rank, of the math the run allows, whose
-// workspace fits in the device's free memory: the heuristics do not weigh memory, and an FFT
-// algorithm may ask for more than there is, which would fail at every call instead of falling
-// back to the next candidate.
+// The convolution as a reader names it, for errors: "conv 3x3 64->64 stride 1 padding 1
+// dilation 1 groups 1 on 32x32 images".
+std::string describe(const ConvGeometry& g) {
+  return detail::concat("conv ", g.kernel, "x", g.kernel, " ", g.in_channels, "->",
+                        g.out_channels, " stride ", g.stride, " padding ", g.padding, " dilation ",
+                        g.dilation, " groups ", g.groups, " on ", g.in_height, "x", g.in_width,
+                        " images");
+}
+
+// Why an algorithm that cuDNN's heuristics list cannot be taken; empty when it can.
+template <class Perf>
+std::string refusal(const Perf& perf, bool tf32, std::size_t free_bytes) {
+  if (perf.status != CUDNN_STATUS_SUCCESS) return cudnnGetErrorString(perf.status);
+  if (perf.determinism != CUDNN_DETERMINISTIC) return "not deterministic";
+  const bool tensor_cores = perf.mathType == CUDNN_TENSOR_OP_MATH ||
+                            perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+  if (tensor_cores && !tf32) return "tensor-core math (TF32 is off)";
+  if (perf.memory > free_bytes) return detail::concat(perf.memory >> 20, " MiB of workspace");
+  return {};
+}
+
+// The first algorithm cuDNN's heuristics rank that is deterministic (so that a step gives the same
+// bits every time), of the math the run allows, and whose workspace fits in the device's free
+// memory: the heuristics do not weigh memory, and an FFT algorithm may ask for more than there
+// is, which would fail at every call instead of falling back to the next candidate. When none
+// is, the one-line error names the direction, the convolution and why each offer was refused.
 template <class Perf>
 const Perf& pick_algorithm(const Perf* perf, int count, bool tf32, std::size_t free_bytes,
-                           const char* direction) {
-  bool too_big = false;
+                           const char* direction, const ConvGeometry& g) {
+  std::string offered;
   for (int i = 0; i < count; ++i) {
-    const bool tensor_cores = perf[i].mathType == CUDNN_TENSOR_OP_MATH ||
-                              perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        (tf32 || !tensor_cores)) {
-      if (perf[i].memory <= free_bytes) return perf[i];
-      too_big = true;
-    }
+    const std::string why_not = refusal(perf[i], tf32, free_bytes);
+    if (why_not.empty()) return perf[i];
+    offered += detail::concat(offered.empty() ? "" : "; ", "algorithm ",
+                              static_cast<int>(perf[i].algo), ": ", why_not);
   }
   throw LibraryError(detail::concat(
-      "cuDNN offers no deterministic ", direction, " algorithm for this convolution",
-      tf32 ? "" : " without TF32",
-      too_big ? detail::concat(" whose workspace fits in the ", free_bytes >> 20,
-                               " MiB of free device memory")
-              : std::string()));
+      "cuDNN offers no deterministic ", tf32 ? "fp32 or TF32" : "fp32 (TF32 off)",
+      " algorithm for ", direction, " of ", describe(g), " with ", free_bytes >> 20,
+      " MiB of device memory free (it offered: ", offered.empty() ? "nothing" : offered, ")"));
 }
 
 // What a workspace can take: the device's free memory, and what the stream-ordered pool the
@@ -129,7 +146,7 @@ struct ConvPlan {
                                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, as_cudnn_int(g.groups)));
     CUDNN_CHECK(cudnnSetConvolutionMathType(conv, tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
-    choose_algorithms(handle, tf32);
+    choose_algorithms(handle, g, tf32);
   }
 
   void release() {
@@ -141,25 +158,25 @@ struct ConvPlan {
     if (conv != nullptr) (void)cudnnDestroyConvolutionDescriptor(conv);
   }
 
-  void choose_algorithms(cudnnHandle_t handle, bool tf32) {
+  void choose_algorithms(cudnnHandle_t handle, const ConvGeometry& g, bool tf32) {
     const std::size_t free_bytes = free_device_bytes();
     int count = 0;
     cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(
         handle, x, w, conv, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, fwd));
-    forward_algo = pick_algorithm(fwd, count, tf32, free_bytes, "forward").algo;
+    forward_algo = pick_algorithm(fwd, count, tf32, free_bytes, "forward", g).algo;
     CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, x, w, conv, y, forward_algo,
                                                         &forward_bytes));
     cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(
         handle, w, y, conv, x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, data));
-    data_algo = pick_algorithm(data, count, tf32, free_bytes, "backward data").algo;
+    data_algo = pick_algorithm(data, count, tf32, free_bytes, "backward data", g).algo;
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, w, y, conv, x, data_algo,
                                                              &data_bytes));
     cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle, x, y, conv, w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, filter));
-    filter_algo = pick_algorithm(filter, count, tf32, free_bytes, "backward filter").algo;
+    filter_algo = pick_algorithm(filter, count, tf32, free_bytes, "backward filter", g).algo;
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, x, y, conv, w, filter_algo,
                                                                &filter_bytes));
   }

@@ -22,4 +22,10 @@ namespace noeira::cuda {
 // This thread's handle, set to run on `stream`.
 cudnnHandle_t cudnn_handle(Stream stream);
 
+// Points this thread's handle on the current device back at the legacy default stream if it is
+// set to `stream`: called as the stream is destroyed, so that a handle outliving a simulated
+// rank's stream (rank 0's thread is the caller's and lives on) never holds a dead stream, not
+// even until its next use or its cudnnDestroy at thread exit. Never throws.
+void unbind_cudnn_stream(Stream stream);
+
 }  // namespace noeira::cuda

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/check.hpp"
 #include "kernels/cuda/cuda_kernels.hpp"
+#include "kernels/cuda/cudnn_handle.hpp"
 #include "kernels/cuda/handles.hpp"
 
 // The simulated ranks' streams are ordered with the legacy default stream, on which the simulated
@@ -71,8 +72,10 @@ Stream create_stream() {
 void destroy_stream(Stream stream) {
   if (stream == nullptr) return;
   // The workspace this thread's matrix products used on the stream (kernels/cuda/handles.hpp).
-  // cudaFree waits for the device, so no product of the stream still uses it.
+  // cudaFree waits for the device, so no product of the stream still uses it. And this thread's
+  // cuDNN handle lets go of the stream (kernels/cuda/cudnn_handle.hpp).
   release_lt_workspace(stream);
+  unbind_cudnn_stream(stream);
   // Called from destructors: report, never throw.
   const cudaError_t status = cudaStreamDestroy(as_cuda(stream));
   if (status != cudaSuccess && status != cudaErrorCudartUnloading) {

@@ -8,7 +8,7 @@
 namespace noeira::cuda {
 const KernelTable& table();
 const KernelTable& bf16_table();
-bool device_present();
+const char* device_unavailable_reason();
 }  // namespace noeira::cuda
 
 extern "C" const char* noeira_cuda_plugin_build_id() { return NOEIRA_BUILD_ID; }
@@ -17,7 +17,7 @@ extern "C" const noeira::CudaKernelsEntry* noeira_cuda_kernels() {
   static const noeira::CudaKernelsEntry entry = {
       .table = &noeira::cuda::table,
       .bf16_table = &noeira::cuda::bf16_table,
-      .device_present = &noeira::cuda::device_present,
+      .device_unavailable_reason = &noeira::cuda::device_unavailable_reason,
       .set_allow_tf32 = &noeira::cuda::set_allow_tf32,
   };
   return &entry;
