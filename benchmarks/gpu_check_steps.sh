@@ -3,6 +3,15 @@
 # (build, have_gpu, arch, gpu, deadline) and functions (fail, note, left, save_logs) they use.
 # Every step has its own timeout, cut to what is left of the window (20 s stay for the summary);
 # a step with less than 15 s left is not started and says so.
+#
+# GPU_CHECK_ON_CPU=1 rehearses these steps without a GPU: every GPU run becomes a CPU run (and the
+# GPU tests skip), so that the parsing, the tolerances and the summary are tried before a
+# device's minutes are spent on them. Its figures check nothing about the GPU.
+device=cuda
+if [ "${GPU_CHECK_ON_CPU:-0}" = 1 ]; then
+  device=cpu
+  have_gpu=1
+fi
 
 declare -A results=()  # label -> one line for the summary
 order=()
@@ -58,8 +67,10 @@ gpu_tests() {
   passed=$(sed -n 's/^\[  PASSED  \] \([0-9][0-9]*\) test.*/\1/p' "$log" | tail -n 1)
   local line="${passed:-0} of $count passed in $step_seconds s"
   if [ -n "$unexpected" ]; then
-    fail "gpu_tests: $(grep -c . <<<"$unexpected") skipped on a GPU machine: $(head -n 3 <<<"$unexpected" | tr '\n' ';')"
+    fail "gpu_tests: $(grep -c . <<<"$unexpected") skipped on a GPU machine, the first: $(head -n 1 <<<"$unexpected")"
     line+=", $(grep -c . <<<"$unexpected") skipped"
+    # CUDA itself unusable (a driver older than the toolkit, say): no later step can run.
+    if [ "$device" = cuda ] && grep -q 'no CUDA device' <<<"$unexpected"; then cuda_unusable=1; fi
   fi
   if [ "$status" -ne 0 ]; then
     line+=", FAILED: $(sed -n 's/^\[  FAILED  \] \([A-Za-z0-9_/]*\.[A-Za-z0-9_/]*\).*/\1/p' "$log" |
@@ -82,7 +93,7 @@ train_vs_cpu() {
   no_gpu "train_$label" && return
   local flags=(train --log-every 0 --data-dir "$DATA_DIR" "$@")
   rm -rf "$build/runs/$label" "$build/runs/$label-cpu"
-  step "train_$label" 90 "$build/noeira" "${flags[@]}" --device cuda --out "$build/runs/$label" ||
+  step "train_$label" 90 "$build/noeira" "${flags[@]}" --device "$device" --out "$build/runs/$label" ||
     { [ $? -eq 125 ] || fail "train $label: the GPU run FAILED (log in $build/train_$label.log)"; return; }
   local gpu_s=$step_seconds
   step "train_${label}_cpu" 90 "$build/noeira" "${flags[@]}" --device cpu \
@@ -105,7 +116,7 @@ gpt_on_gpu() {
   no_gpu train_gpt_char && return
   local dir=$build/runs/gpt-char line loss
   rm -rf "$dir"
-  step train_gpt_char 120 "$build/noeira" train --device cuda --data text --data-dir "$TEXT_DIR" \
+  step train_gpt_char 120 "$build/noeira" train --device "$device" --data text --data-dir "$TEXT_DIR" \
     --model gpt-char --steps 300 --eval-every 150 --log-every 50 --out "$dir" ||
     { [ $? -eq 125 ] || fail "gpt-char on the GPU FAILED (log in $build/train_gpt_char.log)"; return; }
   # "eval 2/2  train loss 2.1  val loss 2.0  54321 tokens/s ..."; the CPU reaches about 2.3.
@@ -114,7 +125,7 @@ gpt_on_gpu() {
   result train_gpt_char "validation loss $loss after 300 steps ($step_seconds s)"
   awk -v l="$loss" 'BEGIN { exit !(l != "" && l <= 3.0) }' ||
     fail "gpt-char: validation loss '$loss' after 300 steps, expected <= 3.0"
-  step generate 30 "$build/noeira" generate --device cuda --params "$dir/model.h5" --prompt "The " \
+  step generate 30 "$build/noeira" generate --device "$device" --params "$dir/model.h5" --prompt "The " \
     --tokens 80 --seed 1 || fail "generate on the GPU FAILED (log in $build/generate.log)"
 }
 
@@ -137,7 +148,7 @@ throughput() {  # throughput <label> [flags...]
   local label=$1
   shift
   no_gpu "bench_$label" && return
-  step "bench_$label" 60 "$build/benchmarks/bench_gpu_throughput" --device cuda "$@" ||
+  step "bench_$label" 60 "$build/benchmarks/bench_gpu_throughput" --device "$device" "$@" ||
     { [ $? -eq 125 ] || fail "benchmark $label FAILED"; return; }
   result "bench_$label" "$(grep -A2 -E '^mlp' "$build/bench_$label.log" | tr -s ' ' | tr '\n' ' ')"
 }
@@ -161,7 +172,13 @@ sanitize() {  # sanitize <tool> <gtest filter> <max seconds>
 run_steps() {
   DATA_DIR=${DATA_DIR:-/usr/share/datasets/fashion-mnist}
   TEXT_DIR=${TEXT_DIR:-/usr/share/games/fortunes}
+  cuda_unusable=0
   gpu_tests
+  if [ "$cuda_unusable" -eq 1 ]; then
+    fail "CUDA is unusable here (the GPU tests' skip reason above): the other steps were not run"
+    summary
+    return
+  fi
   # Two epochs of the 8,000-image slice (gpu_deps.sh) reach about 82% on the CPU.
   local two=(--epochs 2)
   train_vs_cpu mlp 1e-2 80 "${two[@]}"
@@ -174,10 +191,13 @@ run_steps() {
   gpt_on_gpu
   nccl
   throughput fp32
-  throughput tf32 --allow-tf32
+  if [ "$device" = cuda ]; then throughput tf32 --allow-tf32; fi
   sanitize memcheck 'CudaVsCpu.*:CudaModule.*' 150
   sanitize racecheck 'CudaVsCpu.*' 120
+  summary
+}
 
+summary() {
   echo
   echo "===================================== gpu_check summary ====================================="
   echo "GPU:    $gpu (sm_$arch)"
