@@ -116,6 +116,7 @@ TextCorpus read_text_corpus(const std::filesystem::path& path, std::uint64_t max
   }
   corpus.text.reserve(hinted);
   for (const fs::path& file : corpus.files) {
+    corpus.starts.push_back(corpus.text.size());
     GzFile f(file);
     append_file(corpus.text, f, corpus.name, max_bytes);
   }

@@ -30,6 +30,7 @@ std::filesystem::path default_text_corpus();
 struct TextCorpus {
   std::string name;                          // the path given, for messages
   std::vector<std::filesystem::path> files;  // what was read, in order
+  std::vector<std::uint64_t> starts;         // where each file's bytes begin in `text`
   std::string text;                          // the bytes of every file, concatenated
 };
 

@@ -47,6 +47,30 @@ TEST(TextCorpus, ADirectoryReadsItsTextFilesOnceInNameOrder) {
   EXPECT_EQ(io::read_text_corpus(dir / "b").text, "bee\n");
 }
 
+// Invalid UTF-8 in a directory's corpus is named by the file that holds it and the offset in that
+// file, not by the directory and an offset into the concatenated text. Empty files in between
+// start where the next one does.
+TEST(TextCorpus, InvalidUtf8NamesItsFileAndItsOffsetThere) {
+  TempDir dir;
+  write_text(dir / "a", std::string(1000, 'x'));
+  write_text(dir / "b", "");
+  write_text(dir / "c", "good text\n", /*gzip=*/true);
+  write_text(dir / "d", "caf\xe9 au lait\n");
+  const io::TextCorpus corpus = io::read_text_corpus(dir.path());
+  ASSERT_EQ(corpus.starts, (std::vector<std::uint64_t>{0, 1000, 1000, 1010}));
+  expect_input_error([&] { split_corpus(corpus, TokenizerKind::Char); },
+                     {(dir / "d").string() + ": invalid UTF-8 at byte 3: ", "byte tokenizer"});
+  expect_input_error([&] { load_text_data(dir.path(), TokenizerKind::Char); },
+                     {(dir / "d").string() + ": invalid UTF-8 at byte 3: "});
+  // The byte tokenizer takes any bytes.
+  EXPECT_EQ(split_corpus(corpus, TokenizerKind::Byte).train.size() +
+                split_corpus(corpus, TokenizerKind::Byte).validation.size(),
+            corpus.text.size());
+  // One file: its own name.
+  expect_input_error([&] { load_text_data(dir / "d", TokenizerKind::Char); },
+                     {(dir / "d").string() + ": invalid UTF-8 at byte 3"});
+}
+
 TEST(TextCorpus, RefusesAFifoAsThePathAndInsideADirectory) {
   TempDir dir;
   const std::filesystem::path fifo = dir / "pipe";

@@ -56,20 +56,6 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
                         " test samples from ", dir.string(), augmented);
 }
 
-namespace {
-
-// The corpus cut for training and validation, its errors naming the corpus.
-TextSplit split_corpus(const io::TextCorpus& corpus, TokenizerKind kind) {
-  try {
-    return split_text(corpus.text, kind);
-  } catch (const InputError& e) {
-    // The tokenizer's messages (invalid UTF-8 at byte N: a corpus offset) do not know the path.
-    throw InputError(detail::concat(corpus.name, ": ", e.what()));
-  }
-}
-
-}  // namespace
-
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {
   // The corpus's bytes, then its ids straight into their tensors: a corpus of N bytes peaks at
   // about 5N (the text and the ids), never with a host copy of the ids beside the resident one.

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/text.hpp"
 #include "train/tokenizer.hpp"
 
 namespace noeira {
@@ -40,6 +41,10 @@ struct TextSplit {
 
 // Splits an in-memory corpus; the errors of make_text_data, without the name (the caller adds it).
 TextSplit split_text(std::string_view corpus, TokenizerKind kind);
+
+// Splits a corpus read from its files: an error names the corpus, and invalid UTF-8 (the char
+// tokenizer) the file that holds it, at its offset in that file.
+TextSplit split_corpus(const io::TextCorpus& corpus, TokenizerKind kind);
 
 // Tokenizes and splits an in-memory corpus (`name` for messages). A corpus too short to leave
 // a token in each part, or one that is not UTF-8 for the char tokenizer, is an InputError

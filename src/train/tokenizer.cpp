@@ -7,6 +7,11 @@
 
 namespace noeira {
 
+InvalidUtf8Error::InvalidUtf8Error(std::size_t at, std::string why)
+    : InputError(detail::concat("invalid UTF-8 at byte ", at, ": ", why)),
+      at_(at),
+      why_(std::move(why)) {}
+
 namespace {
 
 constexpr std::string_view kHeader = "noeira-tokenizer 1";
@@ -16,9 +21,8 @@ constexpr char32_t kReplacement = 0xFFFD;  // how the unknown id decodes
 bool is_scalar_value(char32_t c) { return c <= kMaxCodePoint && (c < 0xD800 || c > 0xDFFF); }
 
 [[noreturn]] void invalid_utf8(std::size_t at, std::string_view why) {
-  throw InputError(detail::concat("invalid UTF-8 at byte ", at, ": ", why,
-                                  " (the char tokenizer reads UTF-8 text; the byte tokenizer "
-                                  "takes any bytes)"));
+  throw InvalidUtf8Error(at, detail::concat(why, " (the char tokenizer reads UTF-8 text; the byte "
+                                                 "tokenizer takes any bytes)"));
 }
 
 // Decodes the code point at text[i] and moves i past it. Strict: overlong forms, surrogates,

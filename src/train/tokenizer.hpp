@@ -32,8 +32,23 @@
 #include <vector>
 
 #include "core/names.hpp"
+#include "kernels/error.hpp"
 
 namespace noeira {
+
+// Text that the char tokenizer cannot read: the InputError "invalid UTF-8 at byte <at>: <why>",
+// with the offset kept as a number so that a reader of several files can name the file and the
+// offset in it (train/text_data.hpp).
+class InvalidUtf8Error : public InputError {
+ public:
+  InvalidUtf8Error(std::size_t at, std::string why);
+  std::size_t at() const { return at_; }
+  const std::string& why() const { return why_; }
+
+ private:
+  std::size_t at_;
+  std::string why_;
+};
 
 enum class TokenizerKind : std::uint8_t { Char, Byte };
 
