@@ -2,10 +2,12 @@
 // the vocabulary, and every mistake of a text run is a one-line error naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "cli_test_util.hpp"
+#include "h5_edit.hpp"
 #include "io/params_file.hpp"
 #include "io_test_files.hpp"
 
@@ -57,6 +59,34 @@ TEST(CliText, ARecurrentLmTakesItsPresetsLearningRate) {
   const Output given = noeira(dir, run + (dir / "b").string() + " --lr 5e-4");
   ASSERT_EQ(given.code, 0) << given.err;
   EXPECT_NE(given.out.find("optimizer adamw lr 0.0005 "), std::string::npos) << given.out;
+}
+
+// generate refuses a model file whose stored vocabulary has more ids than the model has rows (an
+// edited or foreign file) in one line; sampling would otherwise index past the logits.
+TEST(CliText, GenerateRefusesAVocabularyLargerThanTheModel) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  const std::string corpus = write_corpus(dir);
+  const auto model = dir / "run" / "model.h5";
+  const Output o = noeira(dir, "train --data text --model gpt-tiny --text-file " + corpus +
+                                   " --steps 2 --eval-every 2 --eval-batches 1 --threads 1 "
+                                   "--log-every 0 --out " + (dir / "run").string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  // 300 characters (a vocabulary of 301 ids) where gpt-tiny has 256 rows.
+  std::string vocabulary = "noeira-tokenizer 1\nchar 300\n";
+  for (int c = 0; c < 300; ++c) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "%s%x", c == 0 ? "" : " ", 0x100 + c);
+    vocabulary += hex;
+  }
+  vocabulary += "\n";
+  {
+    testing::h5edit::Edit edit(model);
+    testing::h5edit::put_string(edit.get(), "vocabulary", vocabulary);
+  }
+  expect_one_error_line(
+      noeira(dir, "generate --params " + model.string() + " --prompt a --tokens 2"),
+      model.string() + ": its vocabulary has 301 ids, more than model 'gpt-tiny' has rows (256)");
 }
 
 TEST(CliText, MistakesAreOneLineErrors) {
