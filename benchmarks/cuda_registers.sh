@@ -10,9 +10,60 @@
 # docs/design.md, "CUDA: launch bounds and reproducible library choices".
 #
 # Usage: benchmarks/cuda_registers.sh [PLUGIN]
+#        benchmarks/cuda_registers.sh --ptxas-log BUILD_LOG
 #   PLUGIN: libnoeira_cuda.so; by default build-gpu's, else build's.
 #   cuobjdump: $CUOBJDUMP, else the one on PATH, else /usr/local/cuda/bin/cuobjdump.
+#   --ptxas-log: where no cuobjdump is installed (a toolkit with nvcc and ptxas only), the same
+#   table from a build made with -Xptxas=-v (gpu_check.sh's), which states the spills directly:
+#   a kernel fails on a spill, or above 128 registers (ptxas does not print the bound; the
+#   launch bound caps what it gives, so more would show as a spill).
 set -euo pipefail
+
+if [ "${1:-}" = --ptxas-log ]; then
+  log=${2:?"cuda_registers: --ptxas-log needs the build log"}
+  # "Compiling entry function '_Z...' for 'sm_90'", "N bytes stack frame, S bytes spill stores,
+  # L bytes spill loads", "Used R registers, ... B bytes smem, ...": one line per kernel, the
+  # last compile of each kept (a rebuilt object prints again).
+  awk '
+    /Compiling entry function/ {
+      kernel = $0; sub(/.*entry function .\047?/, "", kernel); sub(/\047.*/, "", kernel)
+      arch = $0; sub(/.* for .\047?/, "", arch); sub(/\047.*/, "", arch)
+    }
+    kernel != "" && /bytes stack frame/ { stack = $1; stores = $5; loads = $9 }
+    kernel != "" && /Used [0-9]+ registers/ {
+      for (i = 1; i <= NF; i++) {
+        if ($(i + 1) == "registers,") reg = $i
+        if ($(i + 1) == "bytes" && $(i + 2) ~ /^smem/) smem = $i
+      }
+      row[kernel] = sprintf("%s %s %s %s %s %s", kernel, arch, reg, stack + 0, smem + 0,
+                            stores + loads)
+      kernel = ""; stack = stores = loads = smem = 0
+    }
+    END { for (k in row) print row[k] }' "$log" | sort >"${TMPDIR:-/tmp}/ptxas_usage.$$"
+  usage=${TMPDIR:-/tmp}/ptxas_usage.$$
+  trap 'rm -f "$usage" "$usage.names"' EXIT
+  if [ ! -s "$usage" ]; then
+    echo "cuda_registers: no ptxas resource lines in $log (build with -Xptxas=-v)" >&2
+    exit 2
+  fi
+  cut -d' ' -f1 "$usage" | c++filt >"$usage.names"
+  paste -d' ' "$usage" "$usage.names" | awk '
+    BEGIN { printf "%-5s %4s %5s %6s %5s  %s\n", "ARCH", "REG", "STACK", "SHARED", "SPILL", "KERNEL" }
+    {
+      arch = $2; reg = $3 + 0; stack = $4 + 0; shared = $5; spill = $6 + 0
+      name = $0
+      for (i = 1; i <= 6; i++) sub(/^[^ ]+ /, "", name)
+      printf "%-5s %4d %5d %6s %5d  %s\n", arch, reg, stack, shared, spill, name
+      if (spill > 0) problems[++n] = sprintf("%s: %d bytes of spill stores and loads", name, spill)
+      if (reg > 128) problems[++n] = sprintf("%s: %d registers, > 128", name, reg)
+    }
+    END {
+      for (i = 1; i <= n; i++) print "FAIL: " problems[i]
+      if (n > 0) exit 1
+      printf "%d kernels (ptxas): none spills, none above 128 registers\n", NR
+    }'
+  exit
+fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 plugin=${1:-}

@@ -110,7 +110,7 @@ build_phase() {
   local t=$SECONDS
   timeout "$(left)" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNOEIRA_CUDA=ON \
     -DNOEIRA_BENCHMARKS=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$arch" \
-    ${deps_args[@]+"${deps_args[@]}"} >"$build/configure.log" 2>&1 ||
+    -DCMAKE_CUDA_FLAGS=-Xptxas=-v ${deps_args[@]+"${deps_args[@]}"} >"$build/configure.log" 2>&1 ||
     { tail -n 30 "$build/configure.log" >&2; save_logs; echo "gpu_check: configure FAILED" >&2; exit 1; }
   note "configured in $((SECONDS - t)) s"
   t=$SECONDS
@@ -129,8 +129,12 @@ build_phase() {
   note "built ${targets[*]} in $build_s s on $(nproc) cores"
   local plugin
   plugin=$(find "$build" -maxdepth 2 -name 'libnoeira_cuda*.so' | head -n 1)
-  local registers=0
-  bash benchmarks/cuda_registers.sh "$plugin" >"$build/registers.log" 2>&1 || registers=$?
+  # cuobjdump reads the plugin; a toolkit without it (nvcc and ptxas only) leaves ptxas's own
+  # report in the build log (-Xptxas=-v above), complete when the build was.
+  local registers=0 source=("$plugin")
+  command -v cuobjdump >/dev/null || [ -x /usr/local/cuda/bin/cuobjdump ] ||
+    source=(--ptxas-log "$build/build.log")
+  bash benchmarks/cuda_registers.sh "${source[@]}" >"$build/registers.log" 2>&1 || registers=$?
   cat "$build/registers.log"
   case $registers in
     0) ;;
