@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "io/file_kind.hpp"
+#include "io/half.hpp"
 #include "io/json_text.hpp"
 #include "io/temporary_file.hpp"
 #include "kernels/error.hpp"
@@ -56,21 +57,6 @@ constexpr std::uint64_t kMaxBytes = std::uint64_t{1} << 60;
 std::string shown_name(const std::string& name) {
   constexpr std::size_t kShown = 96;
   return name.size() > kShown ? name.substr(0, kShown) + "..." : name;
-}
-
-// IEEE half to float, exactly (every half is a float).
-float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const int exponent = (h >> 10) & 0x1f;
-  const std::uint32_t mantissa = h & 0x3ffu;
-  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
-  if (exponent != 0) {
-    return std::bit_cast<float>(sign | (static_cast<std::uint32_t>(exponent + 112) << 23) |
-                                (mantissa << 13));
-  }
-  // Zero or subnormal: mantissa x 2^-24.
-  const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
-  return sign != 0 ? -magnitude : magnitude;
 }
 
 template <class T>

@@ -1,0 +1,71 @@
+#pragma once
+// NumPy's .npy arrays (format versions 1.0, 2.0 and 3.0), read in place: the header is parsed and
+// checked whole before anything else, and the data is memory-mapped, so an array larger than
+// memory costs only the pages of the rows that are read.
+//
+// Taken: little-endian (or one-byte) numbers, C order: float32, float64, float16, int8/16/32/64,
+// uint8/16/32/64 and bool, of any shape (a 0-d array is one row of one element). Refused, each in
+// one line naming the file: another magic or version, a header that is not exactly the dict NumPy
+// writes ('descr', 'fortran_order', 'shape'), Fortran order, big-endian, object, structured,
+// string, complex and date types, a shape whose size overflows, and data shorter or longer than
+// the shape says (a truncated or appended file).
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace noeira::io {
+
+enum class NpyType : std::uint8_t { F32, F64, F16, I8, I16, I32, I64, U8, U16, U32, U64, Bool };
+
+struct NpyHeader {
+  NpyType type = NpyType::F32;
+  std::string descr;                // as the file says it ('<f4')
+  std::vector<std::int64_t> shape;  // empty: a 0-d array
+  std::uint64_t data_offset = 0;    // where the elements begin in the file
+  std::size_t item_bytes = 0;
+
+  std::int64_t elements() const;
+  // Rows are the first dimension; a 0-d array is one row.
+  std::int64_t rows() const { return shape.empty() ? 1 : shape.front(); }
+  std::int64_t row_elements() const;
+};
+
+// The header of `path`, checked against the file's size; InputError naming the file otherwise.
+NpyHeader read_npy_header(const std::filesystem::path& path);
+
+// "float32", "uint8", ...: NumPy's names, for messages.
+const char* npy_type_name(NpyType type);
+
+class NpyArray {
+ public:
+  static NpyArray open(const std::filesystem::path& path);
+  NpyArray(NpyArray&& other) noexcept;
+  NpyArray& operator=(NpyArray&& other) noexcept;
+  NpyArray(const NpyArray&) = delete;
+  NpyArray& operator=(const NpyArray&) = delete;
+  ~NpyArray();
+
+  const std::filesystem::path& path() const { return path_; }
+  const NpyHeader& header() const { return header_; }
+
+  // Rows [begin, begin + count) as float32 (every type converts; int64 and float64 round to the
+  // nearest float), into out of count · row_elements() values. InputError for rows past the end.
+  void read_rows(std::int64_t begin, std::int64_t count, std::span<float> out) const;
+  // The same as int64, for labels and token ids: integer and bool types only (a float array
+  // here is refused, naming the type).
+  void read_rows(std::int64_t begin, std::int64_t count, std::span<std::int64_t> out) const;
+
+ private:
+  NpyArray(std::filesystem::path path, NpyHeader header, const std::byte* map, std::size_t size);
+  const std::byte* row_bytes(std::int64_t begin, std::int64_t count, std::size_t out_size) const;
+
+  std::filesystem::path path_;
+  NpyHeader header_;
+  const std::byte* map_ = nullptr;  // the whole file, read-only
+  std::size_t map_size_ = 0;
+};
+
+}  // namespace noeira::io
