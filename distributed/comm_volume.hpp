@@ -8,7 +8,7 @@
 //   broadcast         S           (a pipelined chain: every rank but the last forwards S)
 //   barrier           0
 //
-// DESIGN.md's per-step figures in these units, Ψ = parameter count: DDP, ZeRO-1 and ZeRO-2 send
+// docs/design.md's per-step figures in these units, Ψ = parameter count: DDP, ZeRO-1 and ZeRO-2 send
 // 2Ψ(N−1)/N per rank per step (allreduce; or reduce-scatter plus all-gather), ZeRO-3 3Ψ(N−1)/N
 // (gather for forward, gather for backward, reduce-scatter), so ZeRO-3 = 1.5x DDP. What a policy
 // actually sends differs by two known terms (tests/test_dist_comm_volume.cpp pins both): the
@@ -55,7 +55,7 @@ inline double ring_elements(const CollectiveTally& tally, int ranks) {
   return sent;
 }
 
-// DESIGN.md's elements sent per rank for one training step (no clipping), Ψ = psi.
+// docs/design.md's elements sent per rank for one training step (no clipping), Ψ = psi.
 inline double formula_step_elements(Policy policy, std::int64_t psi, int ranks) {
   const double per_pass = static_cast<double>(psi) * (ranks - 1.0) / ranks;  // Ψ(N−1)/N
   return (policy == Policy::Zero3 ? 3.0 : 2.0) * per_pass;

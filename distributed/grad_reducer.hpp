@@ -1,6 +1,6 @@
 #pragma once
 // The gradient reducer: starts each unit's gradient reduction as soon as its vjp is done and
-// finishes them all before the clip and the step (DESIGN.md "One training step", step 3).
+// finishes them all before the clip and the step (docs/design.md, "One training step").
 //
 //   full gradients (DDP)    allreduce per bucket; buckets tile the full gradient buffer from the
 //                           top down, whole parameters each, so the last layers' gradients

@@ -1,5 +1,5 @@
 #pragma once
-// Memory accounting: the bytes a rank's parameter store holds, next to DESIGN.md's formula for
+// Memory accounting: the bytes a rank's parameter store holds, next to the formula of docs/design.md for
 // its policy (fp32; k = the optimizer-state buffers allocated: 2 for Adam, 1 for SGD with
 // momentum, 0 for plain SGD). Ψ = parameter count, N = ranks:
 //
@@ -7,7 +7,7 @@
 //            the pinned units)
 //   grads    Ψ, or Ψ/N where gradients are sliced (ZeRO-2/3) plus the pinned units
 // A pinned unit (one an earlier unit borrows from: a tied weight, param_store.hpp) is held whole
-// under every policy; with no tied weights the formulas are DESIGN.md's.
+// under every policy; with no tied weights the formulas are docs/design.md's.
 //   state    k·Ψ, or k·Ψ/N where the state is sliced (ZeRO-1/2/3)
 // Under bf16 mixed precision (param_store.hpp) the parameters count 2 bytes each and take a
 // gather buffer under every policy (its fp32 words for the running unit; ZeRO-3 a bf16 staging

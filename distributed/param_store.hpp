@@ -1,6 +1,6 @@
 #pragma once
-// The parameter store: the one owner of parameter memory in training (DESIGN.md "Parameter
-// memory"). It adopts a model's walk — copies every Param's initial value into its own flat
+// The parameter store: the one owner of parameter memory in training (docs/design.md,
+// "Parameter memory: one owner"). It adopts a model's walk — copies every Param's initial value into its own flat
 // buffers — and from then on holds, in the target's memory and laid out by
 // distributed/shard.hpp (rank r owns slice r of every unit):
 //

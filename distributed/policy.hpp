@@ -1,5 +1,5 @@
 #pragma once
-// Sharding policies over the parameter walk: DDP, ZeRO-1, ZeRO-2, ZeRO-3 (DESIGN.md "Sharding").
+// Sharding policies over the parameter walk: DDP, ZeRO-1, ZeRO-2, ZeRO-3 (docs/design.md, "The sharding policy in rooms").
 //
 // The policy is the facade of a few rooms, each with one job and its contract in its header:
 //   distributed/residency.hpp     what each policy shards (params / grads / optimizer state)

@@ -1,5 +1,5 @@
 #pragma once
-// What each sharding policy shards, as data computed once (DESIGN.md "Sharding"): for each of the
+// What each sharding policy shards, as data computed once (docs/design.md, "The sharding policy in rooms"): for each of the
 // three kinds of per-parameter state, whether a rank keeps the whole of it or only its slice of
 // every unit. The store, the reducer, the optimizer step and the memory accounting all read
 // these three facts instead of branching on the policy at every use.

@@ -1,6 +1,6 @@
 #pragma once
-// Rank-sharded HDF5 checkpoints: writing a rank's file and committing a checkpoint (DESIGN.md
-// "Checkpoints"; the on-disk layout is docs/checkpoint-format.md). Reading is
+// Rank-sharded HDF5 checkpoints: writing a rank's file and committing a checkpoint (the
+// on-disk layout is docs/checkpoint-format.md). Reading is
 // io/checkpoint_reader.hpp.
 //
 //   <ckpt_dir>/step-00000120/rank-00000.h5 ... rank-<N-1>.h5   one committed checkpoint

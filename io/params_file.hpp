@@ -1,6 +1,6 @@
 #pragma once
 // A model's parameters in a small HDF5 file (the final weights of `noeira train`, read by
-// `noeira eval`). The layout is the one DESIGN.md gives checkpoints, so h5py, h5dump and later the
+// `noeira eval`). The layout is the one checkpoints have (docs/checkpoint-format.md), so h5py, h5dump and later the
 // checkpoint reader understand it:
 //
 //   /                        attributes: format = "noeira-params", format_version = 2,

@@ -121,7 +121,7 @@ inline RankResult train_rank(ProcessGroup& pg, const RunOptions& o) {
   policy.broadcast_initial_parameters();
   Optimizer opt(adam());
   CrossEntropyLoss loss;
-  // DESIGN.md step 1: rank r takes rows [r·B/N, (r+1)·B/N) of the global batch.
+  // docs/design.md, "Contracts the tests pin": rank r takes rows [r·B/N, (r+1)·B/N) of the global batch.
   const std::int64_t begin = pg.rank() * kBatch / pg.size();
   const std::int64_t end = (pg.rank() + 1) * kBatch / pg.size();
   for (int s = 0; s < kSteps; ++s) {

@@ -36,7 +36,7 @@ double last_train_loss(const std::filesystem::path& metrics) {
   return loss;
 }
 
-// How far a saved model's parameters are from the reference run's, and DESIGN.md's tolerance
+// How far a saved model's parameters are from the reference run's, and docs/design.md's tolerance
 // between runs on different numbers of ranks.
 double worst_difference(const std::vector<float>& values, const std::vector<float>& reference) {
   EXPECT_EQ(values.size(), reference.size());
@@ -54,7 +54,7 @@ double rank_tolerance(const std::vector<float>& reference) {
 }
 
 // Trains `run` on one rank, then with `flags` under each policy: every run must end within
-// DESIGN.md's tolerance of the one-rank parameters, with its last train loss within 1e-5.
+// docs/design.md's tolerance of the one-rank parameters, with its last train loss within 1e-5.
 void expect_runs_match_one_rank(const TempDir& dir, const std::string& run,
                                 const std::string& flags,
                                 std::initializer_list<std::string> policies) {
@@ -97,7 +97,7 @@ TEST(CliRanks, BatchSmallerThanTheRanksIsAnErrorBeforeTheData) {
 }
 
 // --accum: micro-batches of the same global batch, through the whole binary, under MPI-free
-// simulated ranks: the run one rank trains on whole batches (DESIGN.md's tolerance), and a
+// simulated ranks: the run one rank trains on whole batches (docs/design.md's tolerance), and a
 // micro-batch too small for the ranks, or more micro-batches than rows, refused up front.
 TEST(CliRanks, AccumulatedMicroBatchesTrainTheRunOfWholeBatches) {
   REQUIRE_BINARY();

@@ -1,5 +1,5 @@
 // Gradient accumulation (--accum K, issue 14) through the trainer: K micro-batches of B/K rows
-// train the model one batch of B trains, within DESIGN.md's tolerance between world sizes, for
+// train the model one batch of B trains, within docs/design.md's tolerance between world sizes, for
 // every policy, world size and K; and the bit-identities that survive accumulation hold exactly.
 // DDP and ZeRO-1 add local gradients before one reduction, ZeRO-2 and ZeRO-3 add reduced slices
 // (distributed/grad_reducer.hpp), so ZeRO-1 is DDP's bits and ZeRO-3 ZeRO-2's at every K.

@@ -1,4 +1,4 @@
-// Elements communicated per rank per training step, per policy, against DESIGN.md's formulas
+// Elements communicated per rank per training step, per policy, against the formulas of docs/design.md
 // (issue 4, benchmark part 3), counted by the process-group funnel in the simulated backend.
 //
 // Units: ring-equivalent elements sent per rank (distributed/comm_volume.hpp): allreduce of S

@@ -1,5 +1,5 @@
 // A GPT and the recurrent LMs under every sharding policy and world size, trained by the trainer
-// on a text task: N simulated ranks match one rank within DESIGN.md's tolerance after 20 steps,
+// on a text task: N simulated ranks match one rank within docs/design.md's tolerance after 20 steps,
 // ZeRO-1/2/3 are bit-identical to DDP at the same N, the loss falls, and the GPT's memory per
 // rank is within 5% of the formula (the tied head pinned).
 #include <gtest/gtest.h>

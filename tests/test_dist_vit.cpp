@@ -1,5 +1,5 @@
 // A ViT under every sharding policy and world size, trained by the trainer on a classification
-// task of small images: N simulated ranks match one rank within DESIGN.md's tolerance, ZeRO-1/2/3
+// task of small images: N simulated ranks match one rank within docs/design.md's tolerance, ZeRO-1/2/3
 // are bit-identical to DDP at the same N, and the loss falls. AdamW with weight decay, so the
 // class token and the position embedding (not decayed) ride beside decayed matrices in every
 // shard.

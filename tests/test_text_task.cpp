@@ -99,7 +99,7 @@ TEST(LanguageModelTask, OneStepIsTheSameOnOneAndTwoRanks) {
   double max_abs = 0.0;
   for (float p : one.params) max_abs = std::max(max_abs, static_cast<double>(std::fabs(p)));
   for (std::size_t i = 0; i < one.params.size(); ++i) {
-    ASSERT_NEAR(two.params[i], one.params[i], 1e-4 * max_abs + 1e-6) << i;  // DESIGN.md
+    ASSERT_NEAR(two.params[i], one.params[i], 1e-4 * max_abs + 1e-6) << i;  // docs/design.md's tolerance
   }
 }
 

@@ -1,5 +1,5 @@
 // The trainer with a Dropout model on 1 and on 3 simulated ranks: the same parameters within
-// DESIGN.md's tolerance. No preset has Dropout, so this is the only run that depends on the global
+// docs/design.md's tolerance. No preset has Dropout, so this is the only run that depends on the global
 // row offset the trainer hands to the masks (train/step.hpp): were it 0, rank r's rows would draw
 // rank 0's mask and the runs would part after the first step.
 #include <gtest/gtest.h>

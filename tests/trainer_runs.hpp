@@ -1,7 +1,7 @@
 #pragma once
 // What the trainer-level policy tests share (test_dist_gpt, test_dist_vit, test_dist_batchnorm):
 // one run of `train` on N simulated ranks under a sharding policy, and the contract every model
-// meets: N ranks train the model one rank trains (DESIGN.md's tolerance), ZeRO-1/2/3 are bit for
+// meets: N ranks train the model one rank trains (docs/design.md's tolerance), ZeRO-1/2/3 are bit for
 // bit DDP at the same N, every rank ends with the same replica.
 #include <gtest/gtest.h>
 
@@ -119,7 +119,7 @@ inline double worst_difference(const std::vector<float>& a, const std::vector<fl
   return worst;
 }
 
-// DESIGN.md's tolerance between N ranks and one: 1e-4 of the largest magnitude, plus 1e-6.
+// docs/design.md's tolerance between N ranks and one: 1e-4 of the largest magnitude, plus 1e-6.
 inline double rank_tolerance(const std::vector<float>& reference) {
   double scale = 0;
   for (float v : reference) scale = std::max(scale, static_cast<double>(std::fabs(v)));

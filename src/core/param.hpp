@@ -1,7 +1,7 @@
 #pragma once
 // A trainable parameter, as a module sees it: a handle on its value and gradient.
 //
-// Who owns the memory (DESIGN.md "Parameter memory"): a module constructs its Params with storage
+// Who owns the memory (docs/design.md, "Parameter memory: one owner"): a module constructs its Params with storage
 // of their own, into which the initializer writes; training hands the walk to a parameter store
 // (distributed/param_store.hpp), which copies the values into its flat buffers and from then on
 // owns every byte of parameter memory — values, gradients and the optimizer state (which exists

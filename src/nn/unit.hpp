@@ -1,5 +1,5 @@
 #pragma once
-// Unit<M>: marks M as one unit of the model for data-parallel sharding (DESIGN.md "Sharding"):
+// Unit<M>: marks M as one unit of the model for data-parallel sharding (docs/design.md, "The sharding policy in rooms"):
 // what ZeRO-3 gathers at once and the granularity at which gradient reduction starts during
 // backward. Units may sit at any depth: Repeat<L, Unit<Block>> gives one unit per block, and a
 // model marks as many as it likes. Every parameter of a marked model must lie in exactly one

@@ -1,7 +1,7 @@
 #pragma once
 // Which samples a step reads. The sample order of an epoch depends only on (seed, epoch) — never
 // on the world size — and rank r of N takes a contiguous slice of each global batch, so the global
-// batch, and with it the training run, is the same for any N (DESIGN.md, one training step, 1).
+// batch, and with it the training run, is the same for any N (docs/design.md, "Contracts the tests pin").
 #include <cstdint>
 #include <vector>
 

@@ -1,5 +1,5 @@
 #pragma once
-// One training step, top to bottom (DESIGN.md "One training step"):
+// One training step, top to bottom (docs/design.md, "One training step"):
 //   batch -> forward -> loss -> vjp -> reduce -> clip -> optimizer step
 // (the first four once per micro-batch where the step accumulates gradients, --accum).
 // Logging, evaluation and checkpoints are the trainer's (train/trainer.hpp), around it.
