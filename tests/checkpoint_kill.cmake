@@ -8,6 +8,6 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
                    ${CMAKE_CURRENT_BINARY_DIR}/checkpoint_kill 3)
   set_tests_properties(checkpoint_kill_one_rank_np2 PROPERTIES
                        ENVIRONMENT
-                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                       "${noeira_mpiexec_env}"
                        TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()

@@ -14,7 +14,7 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                    ${CMAKE_CURRENT_BINARY_DIR}/cli_mpi_train)
   set_tests_properties(cli_mpi_train_zero3_np2 PROPERTIES
                        ENVIRONMENT
-                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                       "${noeira_mpiexec_env}"
                        TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 
@@ -31,7 +31,7 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                      ${CMAKE_CURRENT_BINARY_DIR}/${name} ${ranks} ${policy} ${ARGN})
     set_tests_properties(${name} PROPERTIES
                          ENVIRONMENT
-                         "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                         "${noeira_mpiexec_env}"
                          TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
   endfunction()
   foreach(run IN ITEMS ddp:4 zero1:4 zero2:4 zero3:4 ddp:8 zero3:8)
@@ -126,7 +126,7 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF AND NOEIRA_H5LS)
                    ${CMAKE_CURRENT_BINARY_DIR}/cli_vision)
   set_tests_properties(cli_vision_np2 PROPERTIES
                        ENVIRONMENT
-                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
+                       "${noeira_mpiexec_env};OMP_WAIT_POLICY=PASSIVE"
                        TIMEOUT 240 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 
@@ -141,7 +141,7 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                      ${CMAKE_CURRENT_BINARY_DIR}/cli_${family} ${model})
     set_tests_properties(cli_${family}_np2 PROPERTIES
                          ENVIRONMENT
-                         "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
+                         "${noeira_mpiexec_env};OMP_WAIT_POLICY=PASSIVE"
                          TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
   endforeach()
   # --precision bf16: MPI = simulated = DDP, fp32 masters in the files, exact resume, eval
@@ -152,7 +152,7 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                    ${CMAKE_CURRENT_BINARY_DIR}/cli_bf16)
   set_tests_properties(cli_bf16_np2 PROPERTIES
                        ENVIRONMENT
-                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_WAIT_POLICY=PASSIVE"
+                       "${noeira_mpiexec_env};OMP_WAIT_POLICY=PASSIVE"
                        TIMEOUT 180 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 

@@ -6,7 +6,7 @@ target_link_libraries(dist_mpi_driver PRIVATE noeira_train)
 target_include_directories(dist_mpi_driver PRIVATE ${CMAKE_CURRENT_LIST_DIR})
 
 set(noeira_mpi_test_env
-    "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_NUM_THREADS=1")
+    "${noeira_mpiexec_env};OMP_NUM_THREADS=1")
 
 # A test of the driver in `mode` under mpiexec at `ranks`, with the test environment plus the
 # variables given after the mode (VAR=value ...).

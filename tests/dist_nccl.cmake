@@ -13,7 +13,7 @@ if(NOEIRA_CUDA)
 endif()
 
 set(noeira_nccl_test_env
-    "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated;OMP_NUM_THREADS=1")
+    "${noeira_mpiexec_env};OMP_NUM_THREADS=1")
 
 gtest_discover_tests(dist_nccl_test DISCOVERY_TIMEOUT 60 TEST_SUFFIX ".np1"
                      PROPERTIES ENVIRONMENT "${noeira_nccl_test_env}" TIMEOUT 300)

@@ -7,7 +7,7 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
                    ${CMAKE_CURRENT_BINARY_DIR}/ranks_disagree)
   set_tests_properties(ranks_disagree_np2 PROPERTIES
                        ENVIRONMENT
-                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                       "${noeira_mpiexec_env}"
                        TIMEOUT 240 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 
@@ -21,7 +21,7 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
                    ${CMAKE_CURRENT_BINARY_DIR}/watchdog_stop)
   set_tests_properties(watchdog_stop_np2 PROPERTIES
                        ENVIRONMENT
-                       "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                       "${noeira_mpiexec_env}"
                        TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
 
@@ -36,7 +36,7 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE)
                      --out ${CMAKE_CURRENT_BINARY_DIR}/refuses_${flag})
     set_tests_properties(refuses_${flag}_under_mpiexec_np2 PROPERTIES
                          ENVIRONMENT
-                         "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_plm=isolated"
+                         "${noeira_mpiexec_env}"
                          TIMEOUT 60 PROCESSORS 2
                          PASS_REGULAR_EXPRESSION
                          "noeira: error: --${flag} 2 under an MPI launcher: .*exit code [1-9]"
