@@ -127,7 +127,7 @@ int routed_child_status(std::vector<int> signals, bool handled) {
       // Taken by the receiving thread, not this one (it blocks them): wait up to 10 s.
       for (int i = 0; i < 1000 && stop_signal() != signals.front(); ++i) ::usleep(10'000);
     }
-    ::usleep(300'000);  // time for a later signal to end the process, where it does
+    ::usleep(2'000'000);  // time for a later signal to end the process, where it does
     ::_exit(stop_signal() == signals.front() ? 0 : 1);
   }
   int status = 0;
