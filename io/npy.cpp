@@ -351,6 +351,9 @@ T element(const std::byte* data, NpyType type, std::size_t i) {
 
 void NpyArray::read_rows(std::int64_t begin, std::int64_t count, std::span<float> out) const {
   const std::byte* data = row_bytes(begin, count, out.size());
+  // An empty read (zero rows, or rows of zero elements) copies nothing; memcpy must not
+  // see the null pointers an empty span and an empty mapping may carry.
+  if (out.empty()) return;
   if (header_.type == NpyType::F32) {
     std::memcpy(out.data(), data, out.size_bytes());
     return;
