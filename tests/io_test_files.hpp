@@ -1,11 +1,12 @@
 #pragma once
-// Small data files written by the tests themselves: IDX (plain or gzip), CIFAR-10 batches and raw
-// bytes, in a per-test temporary directory that is removed afterwards.
+// Small data files written by the tests themselves: IDX (plain or gzip), CIFAR-10 batches, NumPy
+// .npy arrays and raw bytes, in a per-test temporary directory that is removed afterwards.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -54,6 +55,31 @@ inline void write_bytes(const std::filesystem::path& file, const std::vector<std
               static_cast<std::streamsize>(bytes.size()));
     ASSERT_TRUE(out.good()) << file;
   }
+}
+
+// A .npy file of version 1.0 with this header text (padded as NumPy pads) and `data` after it.
+inline void write_npy(const std::filesystem::path& file, std::string header,
+                      const std::string& data, const std::string& magic = "\x93NUMPY\x01",
+                      char minor = 0) {
+  header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
+  std::ofstream out(file, std::ios::binary);
+  out << magic << minor;
+  out.put(static_cast<char>(header.size() & 0xff)).put(static_cast<char>(header.size() >> 8));
+  out << header << data;
+}
+
+// `values` as a C-order .npy array of NumPy type `descr` ('<f4', '<i8', ...) and this shape,
+// the header as NumPy writes it.
+template <class T>
+void write_npy_array(const std::filesystem::path& file, const std::string& descr,
+                     const std::vector<std::int64_t>& shape, const std::vector<T>& values) {
+  std::string dims;
+  for (const std::int64_t d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+  if (shape.size() == 1) dims += ",";
+  std::string data(values.size() * sizeof(T), '\0');
+  if (!values.empty()) std::memcpy(data.data(), values.data(), data.size());
+  write_npy(file, "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }",
+            data);
 }
 
 inline void put_be32(std::vector<std::uint8_t>& out, std::uint32_t v) {

@@ -19,6 +19,7 @@ namespace {
 
 using testing::expect_input_error;
 using testing::TempDir;
+using testing::write_npy;
 
 // Runs NumPy (Debian's python3-numpy) on `script` with the directory as sys.argv[1]; false when
 // NumPy is not there.
@@ -137,16 +138,6 @@ np.save(f'{d}/huge.npy', np.array([2**63 + 5], dtype='<u8'))
   const io::NpyArray huge = io::NpyArray::open(dir / "huge.npy");
   std::vector<std::int64_t> out(1);
   expect_input_error([&] { huge.read_rows(0, 1, out); }, {"huge.npy", "past int64's range"});
-}
-
-// A .npy file of version 1.0 with this header text (padded as NumPy pads) and `data` after it.
-void write_npy(const std::filesystem::path& file, std::string header, const std::string& data,
-               const std::string& magic = "\x93NUMPY\x01", char minor = 0) {
-  header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
-  std::ofstream out(file, std::ios::binary);
-  out << magic << minor;
-  out.put(static_cast<char>(header.size() & 0xff)).put(static_cast<char>(header.size() >> 8));
-  out << header << data;
 }
 
 TEST(Npy, RefusesDamagedHeadersAndDataOfAnotherSize) {

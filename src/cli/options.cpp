@@ -78,12 +78,14 @@ void add_common_options(Command& c) {
   std::vector<std::string> data_names = kDatasetNames.names();
   data_names.push_back("text");
   a.add_option("--data", t.data,
-               "Data set: images to classify, or text for a language model (a GPT preset)")
+               "Data set: images to classify, npy (your own arrays to classify: --data-dir holds "
+               "train_x.npy, train_y.npy, test_x.npy, test_y.npy), or text for a language model "
+               "(a GPT preset)")
       ->check(CLI::IsMember(data_names));
   a.add_option("--data-dir", t.data_dir,
                "Directory of the data set's files (empty: /usr/share/datasets/fashion-mnist, "
-               "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; text: "
-               "a directory of text files, default /usr/share/games/fortunes)");
+               "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; npy: "
+               "required; text: a directory of text files, default /usr/share/games/fortunes)");
   a.add_option("--text-file", t.text_file,
                "text: one corpus file (e.g. TinyShakespeare's input.txt) instead of --data-dir");
   a.add_option("--tokenizer", t.tokenizer,
@@ -172,6 +174,10 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
                                       is_text(t) ? " (a text run is --steps long)"
                                                  : " (it is for --data text)"));
     }
+  }
+  if (!is_text(t) && !holds_pixels(parse_dataset_kind(t.data)) && t.augment != "none") {
+    throw InputError(detail::concat("--augment ", t.augment, " does not apply to --data ", t.data,
+                                    ": its features are no images to crop and flip"));
   }
 }
 
@@ -416,7 +422,10 @@ void finish_config(Command& c) {
   // After the text defaults, which name a text run's model, and after the check of what the user
   // gave (a preset's defaults are not the user's mistakes).
   if (preset != nullptr) {
+    // An image preset's augmentation is for images: a user's arrays train without it.
+    const bool pixels = is_text(c.config) || holds_pixels(parse_dataset_kind(c.config.data));
     for (const FlagDefault& d : preset->defaults) {
+      if (!pixels && d.flag == "--augment") continue;
       default_to(std::string(d.flag), std::string(d.value));
     }
   }

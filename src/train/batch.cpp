@@ -8,12 +8,17 @@ namespace noeira {
 
 namespace {
 
-// Everything of `data` on `target` but the pixels, once the sizes and labels are checked.
+// Everything of `data` on `target` but the pixels, once the sizes and labels are checked; float
+// features are uploaded here (they have no pixels to keep in place).
 ResidentData resident_without_pixels(const Dataset& data, Target target) {
-  NOEIRA_CHECK(static_cast<std::int64_t>(data.pixels.size()) == data.count * data.features &&
+  const std::size_t features =
+      data.float_features ? data.values.size() + data.pixels.size() : data.pixels.size();
+  NOEIRA_CHECK(static_cast<std::int64_t>(features) == data.count * data.features &&
+                   (data.float_features || data.values.empty()) &&
                    static_cast<std::int64_t>(data.labels.size()) == data.count,
-               data.name, ": ", data.pixels.size(), " pixels and ", data.labels.size(),
-               " labels for ", data.count, " samples of ", data.features, " features");
+               data.name, ": ", data.pixels.size(), " pixels, ", data.values.size(),
+               " float features and ", data.labels.size(), " labels for ", data.count,
+               " samples of ", data.features, " features");
   // The one check of the labels: the kernels that index with them on a device do not download
   // them again (the readers checked them against the format; this checks them against the
   // classes the data set declares, whoever built it).
@@ -29,15 +34,53 @@ ResidentData resident_without_pixels(const Dataset& data, Target target) {
   out.features = data.features;
   out.num_classes = data.num_classes;
   out.image = data.image;
-  out.normalization = pixel_normalization(data);
+  if (data.float_features) {
+    out.values = Tensor::from_host({data.count, data.features}, data.values, target);
+  } else {
+    out.normalization = pixel_normalization(data);
+  }
   out.labels = Tensor::from_host_ids({data.count}, data.labels, target);
   return out;
+}
+
+// Labels of `order`'s rows into out.labels (its own storage, not a view of the data's).
+void gather_labels(Batch& out, const ResidentData& data, const std::int32_t* index,
+                   std::int64_t n, Stream stream) {
+  const Target target = data.target();
+  if (out.views_data) {
+    out.labels = Tensor({n}, target, DType::I32);
+    out.views_data = false;
+  }
+  if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n}, target);
+  kernels_for(target).gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1,
+                                  data.count);
+}
+
+// gather_batch of float features: rows copied as they are (file order) or gathered by the order.
+void gather_float_rows(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
+                       Stream stream, const CropFlip* augment) {
+  NOEIRA_CHECK(augment == nullptr, "gather_batch: ", data.name,
+               " holds float features, which are not images to crop and flip");
+  const std::int64_t n = rows.size();
+  const std::int64_t f = data.features;
+  const KernelTable& k = kernels_for(data.target());
+  if (!order.defined()) {
+    k.copy(stream, out.x.data(), data.values.data() + rows.begin * f,
+           static_cast<std::size_t>(n * f) * sizeof(float));
+    out.labels = data.labels.view({n}, rows.begin);
+    out.views_data = true;
+    return;
+  }
+  const std::int32_t* index = order.ids() + rows.begin;
+  k.gather_rows(stream, out.x.data(), index, data.values.data(), n, f, data.count);
+  gather_labels(out, data, index, n, stream);
 }
 
 }  // namespace
 
 ResidentData make_resident(const Dataset& data, Target target) {
   ResidentData out = resident_without_pixels(data, target);
+  if (data.float_features) return out;
   auto storage = std::make_shared<Storage>(target, data.pixels.size());
   if (!data.pixels.empty()) {
     kernels_for(target).upload(nullptr, storage->data(), data.pixels.data(), data.pixels.size());
@@ -48,7 +91,7 @@ ResidentData make_resident(const Dataset& data, Target target) {
 }
 
 ResidentData make_resident(Dataset&& data, Target target) {
-  if (target != Target::Cpu) return make_resident(std::as_const(data), target);
+  if (target != Target::Cpu || data.float_features) return make_resident(std::as_const(data), target);
   ResidentData out = resident_without_pixels(data, target);
   auto bytes = std::make_shared<const std::vector<std::uint8_t>>(std::move(data.pixels));
   out.pixels = std::shared_ptr<const std::uint8_t>(bytes, bytes->data());
@@ -80,6 +123,10 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
   if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f}, target);
   const KernelTable& k = kernels_for(target);
+  if (data.values.defined()) {
+    gather_float_rows(out, data, order, rows, stream, augment);
+    return;
+  }
   const std::uint8_t* table = data.pixels.get();
   if (in_order) {
     // The bytes cannot be viewed as inputs: rows begin.. gathered without an index.
@@ -89,11 +136,6 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
     out.views_data = true;
     return;
   }
-  if (out.views_data) {
-    out.labels = Tensor({n}, target, DType::I32);
-    out.views_data = false;
-  }
-  if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n}, target);
   const std::int32_t* index = order.ids() + rows.begin;
   if (augment != nullptr) {
     NOEIRA_CHECK(augment->channels * augment->height * augment->width == f &&
@@ -104,7 +146,7 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   }
   k.gather_pixels(stream, out.x.data(), index, table, n, f, data.count, data.normalization,
                   augment);
-  k.gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1, data.count);
+  gather_labels(out, data, index, n, stream);
 }
 
 }  // namespace noeira

@@ -1,8 +1,8 @@
 #pragma once
 // The data a run reads, resident on the run's target, and the batch a step reads from it.
 //
-// A split is uploaded once (ResidentData), as bytes; a batch is then a gather of rows on the
-// target that normalizes them to floats, for training through the epoch's order (itself uploaded
+// A split is uploaded once (ResidentData), as bytes (or as the floats a user's arrays hold); a
+// batch is then a gather of rows on the target that normalizes bytes to floats, for training through the epoch's order (itself uploaded
 // once per epoch), for evaluation in file order. No sample crosses the host-device boundary after
 // the upload. The batch tensors keep their storage from step to step (a short last batch shrinks
 // the shape, never reallocates).
@@ -28,8 +28,9 @@ struct ResidentData {
   ImageShape image;  // as Dataset's: what the features are, when they are an image
   PixelNormalization normalization;  // Dataset's statistics, as gather_pixels takes them
   // [count, features] bytes on the target: device memory, or on the CPU what owns them (the
-  // Dataset's own vector when it was handed over, see make_resident).
+  // Dataset's own vector when it was handed over, see make_resident). Null for float features.
   std::shared_ptr<const std::uint8_t> pixels;
+  Tensor values;  // [count, features] F32 for a data set of float features (Dataset::values)
   Tensor labels;  // [count] I32
 
   Target target() const { return labels.target(); }

@@ -5,6 +5,7 @@
 #include "io/cifar.hpp"
 #include "io/idx.hpp"
 #include "kernels/error.hpp"
+#include "train/npy_dataset.hpp"
 
 namespace noeira {
 
@@ -42,6 +43,8 @@ void set_pixels(Dataset& d, std::vector<std::uint8_t>&& pixels, const PixelStats
   }
 }
 
+}  // namespace
+
 std::int64_t apply_limit(const std::string& name, std::int64_t count, std::int64_t limit) {
   if (limit < 0) throw InputError(detail::concat(name, ": negative sample limit ", limit));
   if (limit == 0) return count;
@@ -51,6 +54,8 @@ std::int64_t apply_limit(const std::string& name, std::int64_t count, std::int64
   }
   return limit;
 }
+
+namespace {
 
 Dataset load_idx(DatasetKind kind, const std::filesystem::path& dir, Split split,
                  std::int64_t limit) {
@@ -108,8 +113,10 @@ PixelStats pixel_stats(DatasetKind kind) {
     case DatasetKind::FashionMnist: return {kGrayImage, kFashionMean, kFashionStd};
     case DatasetKind::Mnist: return {kGrayImage, kMnistMean, kMnistStd};
     case DatasetKind::Cifar10: return {kCifarImage, kCifarMean, kCifarStd};
+    case DatasetKind::Npy: break;
   }
-  throw InputError("pixel_stats: unknown data set");
+  throw InputError(detail::concat("data set '", to_string(kind),
+                                  "' has no pixel statistics: its features are not pixels"));
 }
 
 std::span<const std::string_view> class_names(DatasetKind kind) {
@@ -117,8 +124,9 @@ std::span<const std::string_view> class_names(DatasetKind kind) {
     case DatasetKind::FashionMnist: return kFashionClasses;
     case DatasetKind::Mnist: return kDigitClasses;
     case DatasetKind::Cifar10: return kCifarClasses;
+    case DatasetKind::Npy: break;
   }
-  throw InputError("class_names: unknown data set");
+  throw InputError(detail::concat("data set '", to_string(kind), "' names no classes"));
 }
 
 std::filesystem::path default_data_dir(DatasetKind kind) {
@@ -126,9 +134,12 @@ std::filesystem::path default_data_dir(DatasetKind kind) {
     case DatasetKind::FashionMnist: return "/usr/share/datasets/fashion-mnist";
     case DatasetKind::Mnist: return "/usr/share/datasets/mnist";
     case DatasetKind::Cifar10: return "/usr/share/datasets/cifar-10-batches-bin";
+    case DatasetKind::Npy: break;
   }
   return {};
 }
+
+bool holds_pixels(DatasetKind kind) { return kind != DatasetKind::Npy; }
 
 PixelNormalization pixel_normalization(const Dataset& data) {
   const auto channels = static_cast<std::int64_t>(data.mean.size());
@@ -154,8 +165,13 @@ PixelNormalization pixel_normalization(const Dataset& data) {
 Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split split,
                      std::int64_t limit) {
   // A missing directory shows up as its first missing file, which is the more useful message.
-  return kind == DatasetKind::Cifar10 ? load_cifar(dir, split, limit)
-                                      : load_idx(kind, dir, split, limit);
+  switch (kind) {
+    case DatasetKind::Cifar10: return load_cifar(dir, split, limit);
+    case DatasetKind::Npy: return load_npy_split(dir, split == Split::Train ? "train" : "test", limit);
+    case DatasetKind::FashionMnist:
+    case DatasetKind::Mnist: break;
+  }
+  return load_idx(kind, dir, split, limit);
 }
 
 }  // namespace noeira

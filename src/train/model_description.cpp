@@ -33,6 +33,14 @@ void describe_images(std::map<std::string, std::string>& out, DatasetKind kind,
   out["labels"] = labels.dump();
 }
 
+// A user's arrays (--data npy): no statistics or names to record, the features are the files'.
+void describe_arrays(std::map<std::string, std::string>& out, const ModelSizes& m) {
+  out["input"] = detail::concat("float32 rows of ", m.in_dim,
+                                " features, as the training arrays (train_x.npy) held them");
+  out["output"] = detail::concat("float32 logits [rows, ", m.out_dim,
+                                 "]; the class is the arg-max, the label train_y.npy gave it");
+}
+
 }  // namespace
 
 std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg, const ModelSizes& m) {
@@ -40,7 +48,12 @@ std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg, cons
   out["data"] = cfg.data;
   out["parameters"] = detail::concat(m.parameters);
   if (cfg.vocabulary.empty()) {
-    describe_images(out, parse_dataset_kind(cfg.data), m);
+    const DatasetKind kind = parse_dataset_kind(cfg.data);
+    if (holds_pixels(kind)) {
+      describe_images(out, kind, m);
+    } else {
+      describe_arrays(out, m);
+    }
     return out;
   }
   out["tokenizer"] = cfg.tokenizer;

@@ -32,7 +32,8 @@ ModelSizes sizes_of(std::int64_t parameters) {
 }
 
 // The root attributes of model.h5 beyond "model" (io/params_file.hpp): "data", "parameters",
-// "input", "output", and for images "input_shape", "input_mean", "input_std", "labels"; for
+// "input", "output", and for images "input_shape", "input_mean", "input_std", "labels" (a user's
+// arrays, --data npy, have none of these four); for
 // text "tokenizer", "block", "vocabulary".
 std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg, const ModelSizes& m);
 

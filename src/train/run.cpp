@@ -359,7 +359,7 @@ TrainOutcome run_train(const TrainConfig& given) {
         cfg.vocabulary = text.tokenizer.to_text();
         return text;
       } else {
-        return load_image_run(cfg, target, M::in_dim);
+        return load_image_run(cfg, target, M::in_dim, M::out_dim);
       }
     };
     std::optional<decltype(load())> loaded;

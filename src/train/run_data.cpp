@@ -9,8 +9,13 @@
 namespace noeira {
 
 std::filesystem::path image_dir(const TrainConfig& cfg) {
-  return cfg.data_dir.empty() ? default_data_dir(parse_dataset_kind(cfg.data))
-                              : std::filesystem::path(cfg.data_dir);
+  if (!cfg.data_dir.empty()) return cfg.data_dir;
+  const std::filesystem::path dir = default_data_dir(parse_dataset_kind(cfg.data));
+  if (dir.empty()) {
+    throw InputError(detail::concat("--data ", cfg.data, " needs --data-dir, the directory of "
+                                    "train_x.npy, train_y.npy, test_x.npy and test_y.npy"));
+  }
+  return dir;
 }
 
 std::filesystem::path text_corpus_path(const TrainConfig& cfg) {
@@ -20,7 +25,7 @@ std::filesystem::path text_corpus_path(const TrainConfig& cfg) {
 }
 
 ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t model_inputs,
-                        bool train_split) {
+                        std::int64_t model_outputs, bool train_split) {
   const DatasetKind kind = parse_dataset_kind(cfg.data);
   ImageRun run;
   run.dir = image_dir(cfg);
@@ -30,8 +35,17 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
   // from one version of noeira to the next (it hashed the normalized floats before).
   auto resident = [&](Split split, std::int64_t limit) {
     Dataset data = load_dataset(kind, run.dir, split, limit);
+    // The model's outputs are the classes: a label past them has no logit to score it.
+    if (data.num_classes > model_outputs) {
+      throw InputError(detail::concat(run.dir.string(), ": ", data.name, " has label ",
+                                      data.num_classes - 1, ", but model '", cfg.model, "' has ",
+                                      model_outputs, " outputs (classes 0 to ",
+                                      model_outputs - 1, ")"));
+    }
+    data.num_classes = static_cast<int>(model_outputs);
     const Dataset& loaded = data;
     run.fingerprint = hash_words(std::span(loaded.pixels), run.fingerprint);
+    run.fingerprint = hash_words(std::span(loaded.values), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.mean), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.std), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.labels), run.fingerprint);

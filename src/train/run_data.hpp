@@ -1,7 +1,8 @@
 #pragma once
 // The data of a `noeira train` run, resident on the run's target and shared by its simulated
 // ranks, and what it implies: the task each rank trains on, the run header's line, and the model's
-// initializer. Images (--data fashion-mnist, mnist, cifar10) are classified by the MLP presets;
+// initializer. Images (--data fashion-mnist, mnist, cifar10) and a user's arrays (--data npy) are
+// classified by the MLP, CNN, ResNet and ViT presets;
 // text (--data text) is modelled by the GPT presets. A preset given the other kind of data is a
 // one-line error before anything is loaded.
 #include <cstdint>
@@ -48,9 +49,10 @@ std::filesystem::path text_corpus_path(const TrainConfig& cfg);
 // The image data set's directory: --data-dir, else the data set's default.
 std::filesystem::path image_dir(const TrainConfig& cfg);
 
-// The training and test splits; `train_split` false: the test split only (evaluation).
+// The training and test splits; `train_split` false: the test split only (evaluation). The
+// samples must have model_inputs features and labels below model_outputs, the classes.
 ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t model_inputs,
-                        bool train_split = true);
+                        std::int64_t model_outputs, bool train_split = true);
 // The vocabulary must fit the model's (the preset's vocab ids).
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab);
 
