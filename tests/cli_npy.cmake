@@ -1,0 +1,13 @@
+# A user's arrays (--data npy) under a real MPI launch: the same bits as simulated ranks, and a
+# resume on one rank under another policy (tests/cli_npy_mpi.sh).
+find_program(NOEIRA_H5DIFF h5diff)
+if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
+  add_test(NAME cli_npy_mpi_zero3_np2
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_npy_mpi.sh ${MPIEXEC_EXECUTABLE}
+                   ${MPIEXEC_NUMPROC_FLAG} $<TARGET_FILE:noeira> ${NOEIRA_H5DIFF}
+                   ${CMAKE_CURRENT_BINARY_DIR}/cli_npy_mpi)
+  set_tests_properties(cli_npy_mpi_zero3_np2 PROPERTIES
+                       ENVIRONMENT
+                       "${noeira_mpiexec_env}"
+                       TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
+endif()
