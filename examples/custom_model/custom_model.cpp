@@ -1,14 +1,13 @@
 // A model noeira does not ship, trained by noeira's trainer under ZeRO-2 on two simulated ranks:
 // what a project built against the installed library (find_package(noeira)) looks like.
 //
-// The data is made up here: four Gaussian clusters in 16 dimensions, held as a data set of bytes
-// like the images noeira reads (each value quantized to one of 256 levels on [-6, 6]). The program
-// prints the trainer's step and epoch lines, then the test loss before and after training, and
-// exits non-zero unless the loss is finite and fell.
+// The data is made up here: four Gaussian clusters in 16 dimensions, held as a data set of float
+// features (what `--data npy` reads from a user's arrays). The program prints the trainer's step
+// and epoch lines, then the test loss before and after training, and exits non-zero unless the
+// loss is finite and fell.
 #include <cblas.h>
 #include <omp.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -53,19 +52,12 @@ noeira::Dataset clusters(const char* name, std::int64_t count, std::uint64_t see
   d.count = count;
   d.features = kFeatures;
   d.num_classes = kClasses;
-  // Byte b becomes (b / 255 - mean) / std: 0 is -kRange, 255 is +kRange.
-  constexpr float kRange = 6.0f;
-  d.mean = {0.5f};
-  d.std = {0.5f / kRange};
-  const auto to_byte = [&](float v) {
-    const float unit = std::clamp((v + kRange) / (2.0f * kRange), 0.0f, 1.0f);
-    return static_cast<std::uint8_t>(std::lround(unit * 255.0f));
-  };
+  d.float_features = true;
   for (std::int64_t i = 0; i < count; ++i) {
     const int label = static_cast<int>(i % kClasses);
     d.labels.push_back(label);
     for (std::int64_t f = 0; f < kFeatures; ++f) {
-      d.pixels.push_back(to_byte(centers[label * kFeatures + f] + unit(rng)));
+      d.values.push_back(centers[label * kFeatures + f] + unit(rng));
     }
   }
   return d;
