@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "train/language_model.hpp"
 #include "train/text_data.hpp"
 #include "trainer_runs.hpp"
@@ -35,7 +35,7 @@ TrainerRun train_small_classifier(dist::Policy policy, int ranks, int accum,
   cfg.policy = std::string(to_string(policy));
   return train_simulated<M>(
       policy, ranks, cfg,
-      [&] { return ClassificationTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
+      [&] { return SupervisedTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
       setup);
 }
 

@@ -20,7 +20,7 @@
 #include "kernels/augment_math.hpp"
 #include "kernels/error.hpp"
 #include "train/augment.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 
 namespace noeira {
 namespace {
@@ -237,7 +237,7 @@ TEST(GatherCropFlip, DataWithoutAnImageShapeIsRefused) {
   testing::expect_input_error([&] { (void)crop_flip_spec(data, 2, 1, 0); }, {"no image shape"});
   testing::expect_input_error(
       [&] {
-        ClassificationTask task(data, data, 1, 2, 2, 1, Augmentation{Augment::CropFlip, 2});
+        SupervisedTask task(data, data, 1, 2, 2, 1, Augmentation{Augment::CropFlip, 2});
       },
       {"no image shape"});
 }
@@ -247,7 +247,7 @@ std::map<std::int32_t, std::vector<float>> epoch_inputs(const ResidentData& data
                                                         std::int64_t batch, int world,
                                                         std::int64_t epoch) {
   constexpr std::uint64_t kSeed = 21;
-  ClassificationTask task(data, data, 2, batch, batch, kSeed, a);
+  SupervisedTask task(data, data, 2, batch, batch, kSeed, a);
   task.begin_period(epoch, Target::Cpu);
   const std::vector<std::int32_t> order = epoch_order(kSeed, epoch, data.count);
   std::map<std::int32_t, std::vector<float>> inputs;

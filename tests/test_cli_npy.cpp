@@ -117,6 +117,75 @@ TEST(CliNpy, AnImagePresetsAugmentationGivesWayToArrays) {
                         "--augment crop-flip does not apply to --data npy");
 }
 
+// Regression arrays: `count` samples of 784 features in [-1, 1), targets [count, 10] a linear
+// function of the first features.
+std::vector<float> write_regression(const std::filesystem::path& dir, const std::string& split,
+                                    std::int64_t count, std::uint32_t seed) {
+  std::filesystem::create_directories(dir);
+  std::vector<float> x(static_cast<std::size_t>(count * 784));
+  std::uint32_t state = seed;
+  for (float& v : x) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
+  }
+  std::vector<float> y(static_cast<std::size_t>(count * 10));
+  for (std::int64_t i = 0; i < count; ++i) {
+    for (std::int64_t c = 0; c < 10; ++c) {
+      y[i * 10 + c] = 0.5f * x[i * 784 + c] - 0.25f * x[i * 784 + c + 10] + 0.1f;
+    }
+  }
+  write_npy_array(dir / (split + "_x.npy"), "<f4", {count, 784}, x);
+  write_npy_array(dir / (split + "_y.npy"), "<f4", {count, 10}, y);
+  return y;
+}
+
+TEST(CliNpy, FloatTargetsTrainARegressionThatReportsRmseAndR2) {
+  REQUIRE_BINARY();
+  TempDir dir;
+  write_regression(dir / "npy", "train", 64, 1);
+  const std::vector<float> test_y = write_regression(dir / "npy", "test", 32, 2);
+  const Output o = noeira(dir, "train --data npy --data-dir " + (dir / "npy").string() +
+                                   " --model mlp --epochs 4 --batch 16 --lr 3e-3 --threads 1 "
+                                   "--out " + (dir / "run").string());
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_NE(o.out.find("(regression of 10 targets)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" r2 "), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("test acc"), std::string::npos) << o.out;
+
+  // R² is 1 - Σ squared errors / Σ (y - column mean)², the errors summing to loss · 32 · 10.
+  double spread = 0.0;
+  for (int c = 0; c < 10; ++c) {
+    double mean = 0.0;
+    for (int i = 0; i < 32; ++i) mean += test_y[i * 10 + c];
+    mean /= 32.0;
+    for (int i = 0; i < 32; ++i) spread += (test_y[i * 10 + c] - mean) * (test_y[i * 10 + c] - mean);
+  }
+  std::ifstream in(dir / "run" / "metrics.jsonl");
+  std::vector<nlohmann::json> epochs;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["type"] == "epoch") epochs.push_back(j);
+  }
+  ASSERT_EQ(epochs.size(), 4u);
+  for (const nlohmann::json& e : epochs) {
+    const double loss = e["test_loss"].get<double>();
+    EXPECT_FALSE(e.contains("test_accuracy")) << e.dump();
+    EXPECT_DOUBLE_EQ(e["test_rmse"].get<double>(), std::sqrt(loss)) << e.dump();
+    EXPECT_NEAR(e["test_r2"].get<double>(), 1.0 - loss * 320.0 / spread, 1e-9) << e.dump();
+  }
+  EXPECT_LT(epochs.back()["test_loss"].get<double>(), epochs.front()["test_loss"].get<double>());
+
+  // The saved model evaluates to the last epoch's figures.
+  const Output eval = noeira(dir, "eval --log-format json --params " +
+                                      (dir / "run" / "model.h5").string() +
+                                      " --data npy --data-dir " + (dir / "npy").string());
+  ASSERT_EQ(eval.code, 0) << eval.err;
+  const nlohmann::json j = nlohmann::json::parse(eval.out);
+  EXPECT_EQ(j["test_loss"], epochs.back()["test_loss"]) << eval.out;
+  EXPECT_EQ(j["test_r2"], epochs.back()["test_r2"]) << eval.out;
+  EXPECT_FALSE(j.contains("test_accuracy")) << eval.out;
+}
+
 struct BadArrays {
   std::string what;
   std::function<void(const std::filesystem::path&)> damage;  // applied to good arrays
@@ -137,7 +206,7 @@ TEST(CliNpy, EveryWayTheArraysCanBeWrongIsOneLineNamingTheFile) {
          x[3 * 784 + 5] = nan;
          write_npy_array(d / "train_x.npy", "<f4", {8, 784}, x);
        },
-       "train_x.npy: sample 3 holds nan at feature 5"},
+       "train_x.npy: sample 3 holds nan at feature 5 (features must be finite)"},
       {"an infinite feature",
        [&](auto d) {
          std::vector<double> x(8 * 784, 0.5);
@@ -145,9 +214,29 @@ TEST(CliNpy, EveryWayTheArraysCanBeWrongIsOneLineNamingTheFile) {
          write_npy_array(d / "train_x.npy", "<f8", {8, 784}, x);
        },
        "train_x.npy: sample 7 holds -inf at feature 0"},
-      {"float labels",
+      {"regression targets other than the outputs",
+       [](auto d) {
+         write_npy_array(d / "train_y.npy", "<f4", {8, 3}, std::vector<float>(24, 1.0f));
+       },
+       "npy/train has 3 regression targets per sample, but model 'mlp' has 10 outputs"},
+      {"one regression target for ten outputs",
        [](auto d) { write_npy_array(d / "train_y.npy", "<f4", {8}, std::vector<float>(8, 1.0f)); },
-       "train_y.npy: holds float32, expected integers"},
+       "npy/train has 1 regression target per sample, but model 'mlp' has 10 outputs"},
+      {"an infinite target",
+       [](auto d) {
+         std::vector<float> y(80, 0.5f);
+         y[2 * 10 + 9] = std::numeric_limits<float>::infinity();
+         write_npy_array(d / "train_y.npy", "<f4", {8, 10}, y);
+       },
+       "train_y.npy: sample 2 holds inf at target 9 (targets must be finite)"},
+      {"targets for training, labels for the test",
+       [](auto d) {
+         write_npy_array(d / "train_y.npy", "<f8", {8, 10}, std::vector<double>(80, 0.5));
+       },
+       "npy/train has float regression targets but npy/test has integer class labels"},
+      {"training features of another width",
+       [](auto d) { write_arrays(d, "train", 8, 783); },
+       "takes 784 inputs per sample, but npy/train has 783"},
       {"a label past the outputs",
        [](auto d) {
          write_npy_array(d / "test_y.npy", "<i4", {4}, std::vector<std::int32_t>{0, 10, 2, 3});

@@ -35,7 +35,7 @@
 #include "nn/residual.hpp"
 #include "nn/sequential.hpp"
 #include "nn/unit.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "small_runs.hpp"
 
 namespace noeira {

@@ -22,7 +22,7 @@
 #include "nn/gpt.hpp"
 #include "nn/linear.hpp"
 #include "nn/sequential.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "train/language_model.hpp"
 #include "train/text_data.hpp"
 #include "small_runs.hpp"

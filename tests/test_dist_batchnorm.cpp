@@ -16,7 +16,7 @@
 #include "nn/linear.hpp"
 #include "nn/pool2d.hpp"
 #include "nn/sequential.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "trainer_runs.hpp"
 
 namespace noeira {
@@ -75,7 +75,7 @@ TrainerRun train_bn(dist::Policy policy, int ranks, std::int64_t epochs,
                                     dist::PolicyOptions{64, 32}, resume};
   return testing::train_simulated<M>(
       policy, ranks, cfg,
-      [&] { return ClassificationTask(train_data, test_data, epochs, cfg.batch, 4, cfg.seed); },
+      [&] { return SupervisedTask(train_data, test_data, epochs, cfg.batch, 4, cfg.seed); },
       setup);
 }
 

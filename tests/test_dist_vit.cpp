@@ -7,7 +7,7 @@
 
 #include "kernels/philox.hpp"
 #include "nn/vit.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "trainer_runs.hpp"
 
 namespace noeira {
@@ -54,7 +54,7 @@ testing::TrainerRun train_vit(dist::Policy policy, int ranks) {
   cfg.log_every = 1;
   cfg.seed = 2;
   testing::TrainerRun run = testing::train_simulated<Model>(policy, ranks, cfg, [&] {
-    return ClassificationTask(train_set, test_set, cfg.epochs, cfg.batch, cfg.eval_batch,
+    return SupervisedTask(train_set, test_set, cfg.epochs, cfg.batch, cfg.eval_batch,
                               cfg.seed);
   });
   EXPECT_EQ(run.summary.steps, 10);

@@ -1,6 +1,7 @@
 // The batch gather of a data set of float features (--data npy, train/batch.hpp): rows by the
-// epoch's order and in file order are the data set's own floats, bit for bit, labels alongside; an
-// empty last batch reads nothing; a crop-flip of features that are no image is refused; CUDA
+// epoch's order and in file order are the data set's own floats, bit for bit, labels (or a
+// regression's targets) alongside; an empty last batch reads nothing; a crop-flip of features that
+// are no image is refused; a regression's spread is its targets' about their column means; CUDA
 // gathers what the CPU gathers.
 #include <gtest/gtest.h>
 
@@ -76,6 +77,54 @@ TEST(GatherFloats, FeaturesThatAreNoImageAreNotCropped) {
                               {"npy/test", "no image shape to crop"});
 }
 
+// floats(count) as a regression: targets [count, 2], target (i, c) = 10 i + c.
+Dataset regression(std::int64_t count) {
+  Dataset d = floats(count);
+  d.labels.clear();
+  d.num_classes = 0;
+  d.target_width = 2;
+  for (std::int64_t i = 0; i < count; ++i) {
+    for (int c = 0; c < 2; ++c) d.targets.push_back(static_cast<float>(10 * i + c));
+  }
+  return d;
+}
+
+// The batch's x and targets after gather_batch on `target` (file order when `order` is empty).
+std::pair<std::vector<float>, std::vector<float>> gathered_targets(
+    Target target, const ResidentData& data, const std::vector<std::int32_t>& order,
+    RowRange rows) {
+  Batch b(target);
+  const Tensor resident = order.empty() ? Tensor() : resident_order(order, target);
+  gather_batch(b, data, resident, rows);
+  kernels_for(target).synchronize(nullptr);
+  EXPECT_EQ(b.views_data, order.empty());
+  EXPECT_EQ(b.targets.dim(1), 2);
+  return {b.x.to_vector(), b.targets.to_vector()};
+}
+
+TEST(GatherFloats, ARegressionsTargetsTravelWithTheirRows) {
+  const ResidentData data = make_resident(regression(6), Target::Cpu);
+  ASSERT_TRUE(data.regression());
+  EXPECT_FALSE(data.labels.defined());
+  // Columns 0, 10, ..., 50 and 1, 11, ..., 51, each about its mean (25 and 26): the same spread.
+  double spread = 0.0;
+  for (int i = 0; i < 6; ++i) spread += 2.0 * (10.0 * i - 25.0) * (10.0 * i - 25.0);
+  EXPECT_DOUBLE_EQ(data.target_spread, spread);
+  const auto by_order = gathered_targets(Target::Cpu, data, {5, 0, 3, 3}, RowRange{1, 4});
+  EXPECT_EQ(by_order.second, (std::vector<float>{0, 1, 30, 31, 30, 31}));
+  EXPECT_EQ(by_order.first, rows_of(floats(6), {0, 3, 3}).first);
+  const auto in_order = gathered_targets(Target::Cpu, data, {}, RowRange{4, 6});
+  EXPECT_EQ(in_order.second, (std::vector<float>{40, 41, 50, 51}));
+  // A batch that viewed the data's targets gathers into storage of its own afterwards.
+  Batch b;
+  gather_batch(b, data, Tensor(), RowRange{0, 2});
+  const std::vector<std::int32_t> order = {4, 1};
+  gather_batch(b, data, resident_order(order, Target::Cpu), RowRange{0, 2});
+  EXPECT_FALSE(b.views_data);
+  EXPECT_EQ(b.targets.to_vector(), (std::vector<float>{40, 41, 10, 11}));
+  EXPECT_EQ(data.targets.to_vector()[0], 0.0f);
+}
+
 TEST(CudaGatherFloats, MatchesTheCpuBitForBit) {
   NOEIRA_REQUIRE_GPU();
   const Dataset d = floats(30);
@@ -86,6 +135,13 @@ TEST(CudaGatherFloats, MatchesTheCpuBitForBit) {
             gathered(Target::Cpu, cpu, order, RowRange{0, 10}));
   EXPECT_EQ(gathered(Target::Cuda, gpu, {}, RowRange{7, 30}),
             gathered(Target::Cpu, cpu, {}, RowRange{7, 30}));
+  const ResidentData cpu_targets = make_resident(regression(30), Target::Cpu);
+  const ResidentData gpu_targets = make_resident(regression(30), Target::Cuda);
+  EXPECT_EQ(gpu_targets.target_spread, cpu_targets.target_spread);
+  EXPECT_EQ(gathered_targets(Target::Cuda, gpu_targets, order, RowRange{0, 10}),
+            gathered_targets(Target::Cpu, cpu_targets, order, RowRange{0, 10}));
+  EXPECT_EQ(gathered_targets(Target::Cuda, gpu_targets, {}, RowRange{7, 30}),
+            gathered_targets(Target::Cpu, cpu_targets, {}, RowRange{7, 30}));
 }
 
 }  // namespace

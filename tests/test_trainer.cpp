@@ -23,7 +23,7 @@
 #include "train/batch.hpp"
 #include "train/order.hpp"
 #include "train/presets.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "train/trainer.hpp"
 
 namespace noeira {
@@ -191,7 +191,7 @@ RunResult run_mlp(const TrainConfig& cfg, const Dataset& train_data, const Datas
     dist::run_simulated(1, [&](dist::ProcessGroup& group) {
       dist::ShardingPolicy policy(dist::Policy::Ddp, dist::walk_units(model), group, ctx);
       policy.broadcast_initial_parameters();
-      ClassificationTask task(train_set, test_set, cfg.epochs, cfg.batch, cfg.eval_batch,
+      SupervisedTask task(train_set, test_set, cfg.epochs, cfg.batch, cfg.eval_batch,
                               cfg.seed);
       result.summary = train(model, ctx, cfg, task, progress, &metrics, policy, resume);
     }, {}, target);

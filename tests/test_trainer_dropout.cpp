@@ -15,7 +15,7 @@
 #include "nn/dropout.hpp"
 #include "nn/linear.hpp"
 #include "nn/sequential.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "train/trainer.hpp"
 
 namespace noeira {
@@ -61,7 +61,7 @@ std::vector<float> train_on(int world) {
     DropoutNet model(Init(Target::Cpu, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, 7}));
     dist::ShardingPolicy policy(dist::Policy::Ddp, dist::walk_units(model), group, ctx);
     policy.broadcast_initial_parameters();
-    ClassificationTask task(train_set, test_set, cfg.epochs, cfg.batch, cfg.eval_batch,
+    SupervisedTask task(train_set, test_set, cfg.epochs, cfg.batch, cfg.eval_batch,
                             cfg.seed);
     std::ostringstream out, notes;
     Progress progress(out, notes, LogFormat::Human, /*terminal=*/false);

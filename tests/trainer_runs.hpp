@@ -68,7 +68,7 @@ std::vector<float> all_buffers(M& model) {
 }
 
 // Trains model M on `ranks` simulated ranks; make_task() gives each rank its task (a
-// ClassificationTask or LanguageModelTask over data the caller keeps alive). Every rank must end
+// SupervisedTask or LanguageModelTask over data the caller keeps alive). Every rank must end
 // with rank 0's parameters.
 template <Module M, class MakeTask>
 TrainerRun train_simulated(dist::Policy policy, int ranks, const TrainConfig& cfg,

@@ -23,7 +23,7 @@
 #include "nn/residual.hpp"
 #include "nn/sequential.hpp"
 #include "train/batch.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "train/trainer.hpp"
 
 namespace {
@@ -90,7 +90,7 @@ int main() {
     dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group,
                                 ctx, dist::PolicyOptions{});
     policy.broadcast_initial_parameters();  // rank 0's initial values on every rank
-    ClassificationTask task(train_split, test_split, cfg.epochs, cfg.batch, cfg.eval_batch,
+    SupervisedTask task(train_split, test_split, cfg.epochs, cfg.batch, cfg.eval_batch,
                             cfg.seed);
     // Collective: every rank evaluates its rows of the test split.
     const double before = task.evaluate(model, ctx, &policy).loss;

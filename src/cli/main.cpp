@@ -152,8 +152,10 @@ int eval_main(Command& c) {
   finish_config(c);
   const EvalResult r = run_eval(c.config);
   const std::string source = c.config.params.empty() ? c.config.eval_checkpoint : c.config.params;
-  // A classifier reports on the test split; a language model on validation windows, in tokens.
-  const bool text = std::isnan(r.accuracy);
+  // A classifier or a regression reports on the test split; a language model on validation
+  // windows, in tokens. A regression's R² is NaN where its test targets do not vary.
+  const bool regression = r.regression;
+  const bool text = std::isnan(r.accuracy) && !regression;
   if (c.config.log_format == LogFormat::Json) {
     nlohmann::json j{{"type", "eval"}, {"params", source}};
     if (text) {
@@ -161,12 +163,21 @@ int eval_main(Command& c) {
       j["val_tokens"] = r.samples;
     } else {
       j["test_loss"] = r.loss;
-      j["test_accuracy"] = r.accuracy;
+      if (regression) {
+        j["test_rmse"] = std::sqrt(r.loss);
+        j["test_r2"] = r.r2;
+      } else {
+        j["test_accuracy"] = r.accuracy;
+      }
       j["test_samples"] = r.samples;
     }
     std::cout << j.dump() << '\n';
   } else if (text) {
     std::printf("eval %s: val loss %.4f  (%lld tokens)\n", source.c_str(), r.loss,
+                static_cast<long long>(r.samples));
+  } else if (regression) {
+    std::printf("eval %s: test loss %.4f  test rmse %.4g  r2 %.4f  (%lld samples)\n",
+                source.c_str(), r.loss, std::sqrt(r.loss), r.r2,
                 static_cast<long long>(r.samples));
   } else {
     std::printf("eval %s: test loss %.4f  test acc %.2f%%  (%lld samples)\n", source.c_str(),

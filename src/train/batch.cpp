@@ -1,6 +1,8 @@
 #include "train/batch.hpp"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "kernels/error.hpp"
 
@@ -8,26 +10,50 @@ namespace noeira {
 
 namespace {
 
+// The labels of `data`, checked against its classes, or its regression targets, on `target`.
+// The one check of the labels: the kernels that index with them on a device do not download
+// them again (the readers checked them against the format; this checks them against the classes
+// the data set declares, whoever built it).
+void make_truth_resident(const Dataset& data, Target target, ResidentData& out) {
+  if (data.target_width == 0) {
+    NOEIRA_CHECK(static_cast<std::int64_t>(data.labels.size()) == data.count && data.targets.empty(),
+                 data.name, ": ", data.labels.size(), " labels for ", data.count, " samples");
+    for (std::size_t i = 0; i < data.labels.size(); ++i) {
+      if (data.labels[i] < 0 || data.labels[i] >= data.num_classes) {
+        throw InputError(detail::concat(data.name, ": label ", data.labels[i], " of sample ", i,
+                                        " is outside [0, ", data.num_classes, ")"));
+      }
+    }
+    out.labels = Tensor::from_host_ids({data.count}, data.labels, target);
+    return;
+  }
+  const std::int64_t width = data.target_width;
+  NOEIRA_CHECK(width > 0 && static_cast<std::int64_t>(data.targets.size()) == data.count * width &&
+                   data.labels.empty(),
+               data.name, ": ", data.targets.size(), " targets and ", data.labels.size(),
+               " labels for ", data.count, " samples of ", width, " targets");
+  // In double, column by column: R² must not lose the spread of targets far from zero.
+  std::vector<double> mean(static_cast<std::size_t>(width), 0.0);
+  for (std::size_t i = 0; i < data.targets.size(); ++i) mean[i % width] += data.targets[i];
+  for (double& m : mean) m /= static_cast<double>(std::max<std::int64_t>(1, data.count));
+  double spread = 0.0;
+  for (std::size_t i = 0; i < data.targets.size(); ++i) {
+    const double d = data.targets[i] - mean[i % width];
+    spread += d * d;
+  }
+  out.target_spread = spread;
+  out.targets = Tensor::from_host({data.count, width}, data.targets, target);
+}
+
 // Everything of `data` on `target` but the pixels, once the sizes and labels are checked; float
 // features are uploaded here (they have no pixels to keep in place).
 ResidentData resident_without_pixels(const Dataset& data, Target target) {
   const std::size_t features =
       data.float_features ? data.values.size() + data.pixels.size() : data.pixels.size();
   NOEIRA_CHECK(static_cast<std::int64_t>(features) == data.count * data.features &&
-                   (data.float_features || data.values.empty()) &&
-                   static_cast<std::int64_t>(data.labels.size()) == data.count,
-               data.name, ": ", data.pixels.size(), " pixels, ", data.values.size(),
-               " float features and ", data.labels.size(), " labels for ", data.count,
-               " samples of ", data.features, " features");
-  // The one check of the labels: the kernels that index with them on a device do not download
-  // them again (the readers checked them against the format; this checks them against the
-  // classes the data set declares, whoever built it).
-  for (std::size_t i = 0; i < data.labels.size(); ++i) {
-    if (data.labels[i] < 0 || data.labels[i] >= data.num_classes) {
-      throw InputError(detail::concat(data.name, ": label ", data.labels[i], " of sample ", i,
-                                      " is outside [0, ", data.num_classes, ")"));
-    }
-  }
+                   (data.float_features || data.values.empty()),
+               data.name, ": ", data.pixels.size(), " pixels and ", data.values.size(),
+               " float features for ", data.count, " samples of ", data.features, " features");
   ResidentData out;
   out.name = data.name;
   out.count = data.count;
@@ -39,21 +65,41 @@ ResidentData resident_without_pixels(const Dataset& data, Target target) {
   } else {
     out.normalization = pixel_normalization(data);
   }
-  out.labels = Tensor::from_host_ids({data.count}, data.labels, target);
+  make_truth_resident(data, target, out);
   return out;
 }
 
-// Labels of `order`'s rows into out.labels (its own storage, not a view of the data's).
-void gather_labels(Batch& out, const ResidentData& data, const std::int32_t* index,
-                   std::int64_t n, Stream stream) {
+// The labels or targets of samples rows.begin.. (file order) as views of the data's.
+void view_truth(Batch& out, const ResidentData& data, RowRange rows) {
+  const std::int64_t n = rows.size();
+  if (data.regression()) {
+    const std::int64_t width = data.targets.dim(1);
+    out.targets = data.targets.view({n, width}, rows.begin * width);
+  } else {
+    out.labels = data.labels.view({n}, rows.begin);
+  }
+  out.views_data = true;
+}
+
+// The labels or targets of the `n` samples `index` names into the batch's own storage.
+void gather_truth(Batch& out, const ResidentData& data, const std::int32_t* index,
+                  std::int64_t n, Stream stream) {
   const Target target = data.target();
+  const KernelTable& k = kernels_for(target);
+  if (data.regression()) {
+    const std::int64_t width = data.targets.dim(1);
+    if (out.views_data || !out.targets.defined()) out.targets = Tensor({n, width}, target);
+    if (out.targets.dim(0) != n || out.targets.dim(1) != width) out.targets.resize({n, width}, target);
+    out.views_data = false;
+    k.gather_rows(stream, out.targets.data(), index, data.targets.data(), n, width, data.count);
+    return;
+  }
   if (out.views_data) {
     out.labels = Tensor({n}, target, DType::I32);
     out.views_data = false;
   }
   if (out.labels.rank() != 1 || out.labels.dim(0) != n) out.labels.resize({n}, target);
-  kernels_for(target).gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1,
-                                  data.count);
+  k.gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1, data.count);
 }
 
 // gather_batch of float features: rows copied as they are (file order) or gathered by the order.
@@ -67,13 +113,12 @@ void gather_float_rows(Batch& out, const ResidentData& data, const Tensor& order
   if (!order.defined()) {
     k.copy(stream, out.x.data(), data.values.data() + rows.begin * f,
            static_cast<std::size_t>(n * f) * sizeof(float));
-    out.labels = data.labels.view({n}, rows.begin);
-    out.views_data = true;
+    view_truth(out, data, rows);
     return;
   }
   const std::int32_t* index = order.ids() + rows.begin;
   k.gather_rows(stream, out.x.data(), index, data.values.data(), n, f, data.count);
-  gather_labels(out, data, index, n, stream);
+  gather_truth(out, data, index, n, stream);
 }
 
 }  // namespace
@@ -132,8 +177,7 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
     // The bytes cannot be viewed as inputs: rows begin.. gathered without an index.
     k.gather_pixels(stream, out.x.data(), nullptr, table + rows.begin * f, n, f,
                     data.count - rows.begin, data.normalization, nullptr);
-    out.labels = data.labels.view({n}, rows.begin);
-    out.views_data = true;
+    view_truth(out, data, rows);
     return;
   }
   const std::int32_t* index = order.ids() + rows.begin;
@@ -146,7 +190,7 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   }
   k.gather_pixels(stream, out.x.data(), index, table, n, f, data.count, data.normalization,
                   augment);
-  gather_labels(out, data, index, n, stream);
+  gather_truth(out, data, index, n, stream);
 }
 
 }  // namespace noeira

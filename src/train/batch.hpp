@@ -31,9 +31,14 @@ struct ResidentData {
   // Dataset's own vector when it was handed over, see make_resident). Null for float features.
   std::shared_ptr<const std::uint8_t> pixels;
   Tensor values;  // [count, features] F32 for a data set of float features (Dataset::values)
-  Tensor labels;  // [count] I32
+  Tensor labels;  // [count] I32; undefined for regression
+  // Regression: [count, width] F32 targets (Dataset::targets), and their spread about each
+  // column's mean, Σ (y - mean)², the denominator of R².
+  Tensor targets;
+  double target_spread = 0.0;
 
-  Target target() const { return labels.target(); }
+  bool regression() const { return targets.defined(); }
+  Target target() const { return regression() ? targets.target() : labels.target(); }
 };
 
 // Uploads `data` to `target`. On the CPU a Dataset handed over (a temporary, std::move) keeps its
@@ -48,9 +53,11 @@ struct Batch {
   explicit Batch(Target target = Target::Cpu)
       : x({0, 0}, target), labels({0}, target, DType::I32) {}
 
-  Tensor x;       // [rows, features] F32
-  Tensor labels;  // [rows] I32
-  // labels is a view of the data set's (evaluation order): a gather must not write there.
+  Tensor x;        // [rows, features] F32
+  Tensor labels;   // [rows] I32 (classification)
+  Tensor targets;  // [rows, width] F32 (regression)
+  // labels or targets is a view of the data set's (evaluation order): a gather must not write
+  // there.
   bool views_data = false;
 };
 
@@ -61,7 +68,7 @@ RowRange local_rows(RowRange global, int rank, int world);
 // resident_order of the data's target), gathered and normalized on the target on `stream`, each
 // image cropped and flipped as `augment` draws for it where that is not null (train/augment.hpp);
 // or, when `order` is undefined (evaluation in file order, never augmented), with samples
-// rows.begin .. rows.end, the labels a view of the data's.
+// rows.begin .. rows.end, the labels (or a regression's targets) a view of the data's.
 void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
                   Stream stream = nullptr, const CropFlip* augment = nullptr);
 

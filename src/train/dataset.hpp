@@ -71,6 +71,10 @@ struct Dataset {
   std::vector<float> values;
   bool float_features = false;
   std::vector<std::int32_t> labels;   // [count], in 0..num_classes-1
+  // Regression: [count, target_width] float targets, which the model's outputs predict, instead of
+  // labels (labels empty, num_classes 0). target_width 0: classification.
+  std::vector<float> targets;
+  std::int64_t target_width = 0;
 };
 
 // What gather_pixels needs to normalize `data`'s bytes (kernel_table.hpp): scale and shift per

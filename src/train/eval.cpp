@@ -57,7 +57,7 @@ EvalResult run_eval(const TrainConfig& given) {
       const ImageRun run = load_image_run(cfg, target, M::in_dim, M::out_dim, /*train_split=*/false);
       saved.load_into(model);
       round_to_compute_values(model, ctx, parse_precision(cfg.precision));
-      return evaluate_classifier(model, ctx, run.test, cfg.eval_batch, nullptr);
+      return evaluate_supervised(model, ctx, run.test, cfg.eval_batch, nullptr);
     }
   });
 }

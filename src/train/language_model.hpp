@@ -127,8 +127,10 @@ EvalResult LanguageModelTask::evaluate(M& model, Context& ctx, dist::ShardingPol
   double sum = loss_sum.to_host<double>()[0];  // the one synchronization of an evaluation
   if (policy != nullptr) sum = dist::sum_over_ranks(policy->group(), sum);
   const std::int64_t tokens = options_.eval_batches * tokens_per_batch();
-  return EvalResult{sum / static_cast<double>(tokens), std::numeric_limits<double>::quiet_NaN(),
-                    tokens};
+  EvalResult result;
+  result.loss = sum / static_cast<double>(tokens);
+  result.samples = tokens;
+  return result;
 }
 
 }  // namespace noeira

@@ -34,6 +34,11 @@ nlohmann::json to_json(const EpochRecord& r) {
                    {split + "_loss", r.test_loss}};
   // A task without an accuracy (a language model) has no such field, rather than a null.
   if (!std::isnan(r.test_accuracy)) j[split + "_accuracy"] = r.test_accuracy;
+  // A regression's: the root of the mean squared error, and R² (where the split's targets vary).
+  if (!std::isnan(r.test_r2)) {
+    j[split + "_rmse"] = std::sqrt(r.test_loss);
+    j[split + "_r2"] = r.test_r2;
+  }
   j[split + "_samples"] = r.test_samples;
   j[std::string(r.labels.rate)] = r.samples_per_s * r.labels.rate_scale;
   j[std::string(r.labels.period_time)] = r.epoch_time_s;

@@ -29,16 +29,22 @@ io::NpyArray open_split_file(const std::filesystem::path& dir, std::string_view 
   return io::NpyArray::open(file);
 }
 
-// The first `count` rows of `x` as floats, every one finite.
-std::vector<float> read_features(const io::NpyArray& x, std::int64_t count) {
-  const std::int64_t width = x.header().row_elements();
+bool holds_floats(const io::NpyArray& a) {
+  const io::NpyType t = a.header().type;
+  return t == io::NpyType::F32 || t == io::NpyType::F64 || t == io::NpyType::F16;
+}
+
+// The first `count` rows of `a` as floats, every one finite; `what` names a row's elements in
+// messages ("feature", "target").
+std::vector<float> read_finite(const io::NpyArray& a, std::int64_t count, std::string_view what) {
+  const std::int64_t width = a.header().row_elements();
   std::vector<float> values(static_cast<std::size_t>(count * width));
-  x.read_rows(0, count, values);
+  a.read_rows(0, count, values);
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
       const auto w = static_cast<std::size_t>(width);
-      throw InputError(detail::concat(x.path().string(), ": sample ", i / w, " holds ", values[i],
-                                      " at feature ", i % w, " (features must be finite)"));
+      throw InputError(detail::concat(a.path().string(), ": sample ", i / w, " holds ", values[i],
+                                      " at ", what, " ", i % w, " (", what, "s must be finite)"));
     }
   }
   return values;
@@ -71,9 +77,13 @@ Dataset load_npy_split(const std::filesystem::path& dir, std::string_view split,
     throw InputError(detail::concat(x.path().string(), ": shape ", shape_text(xh.shape),
                                     " holds no samples of features (expected [samples, ...])"));
   }
-  if (yh.shape.empty() || yh.shape.size() > 2 || yh.row_elements() != 1) {
-    throw InputError(detail::concat(y.path().string(), ": shape ", shape_text(yh.shape),
-                                    " is not one label per sample ([samples] or [samples, 1])"));
+  const bool regression = holds_floats(y);
+  if (yh.shape.empty() || (!regression && (yh.shape.size() > 2 || yh.row_elements() != 1)) ||
+      (regression && yh.row_elements() == 0)) {
+    throw InputError(detail::concat(
+        y.path().string(), ": shape ", shape_text(yh.shape),
+        regression ? " holds no targets per sample (expected [samples] or [samples, targets])"
+                   : " is not one label per sample ([samples] or [samples, 1])"));
   }
   if (yh.rows() != xh.rows()) {
     throw InputError(detail::concat(y.path().string(), ": ", yh.rows(), " labels for the ",
@@ -84,7 +94,12 @@ Dataset load_npy_split(const std::filesystem::path& dir, std::string_view split,
   d.count = apply_limit(d.name, xh.rows(), limit);
   d.features = xh.row_elements();
   d.float_features = true;
-  d.values = read_features(x, d.count);
+  d.values = read_finite(x, d.count, "feature");
+  if (regression) {
+    d.target_width = yh.row_elements();
+    d.targets = read_finite(y, d.count, "target");
+    return d;
+  }
   d.labels = read_labels(y, d.count);
   std::int32_t largest = 0;
   for (const std::int32_t label : d.labels) largest = std::max(largest, label);

@@ -2,12 +2,14 @@
 // A user's own arrays as a classification data set (--data npy): a directory holding
 //   train_x.npy  features, [samples, ...] of any numeric type, read as float32 and fed to the
 //                model as they are (the program that wrote them normalizes);
-//   train_y.npy  class labels, [samples] or [samples, 1] of an integer type, from 0;
+//   train_y.npy  class labels, [samples] or [samples, 1] of an integer type, from 0; or, of a
+//                float type, regression targets [samples] or [samples, targets] (the model
+//                predicts them; the loss is the mean squared error);
 //   test_x.npy, test_y.npy  the same for the split evaluated after each epoch.
 // A sample's features are the elements of its row in C order (an image [samples, 1, 28, 28] gives
 // 784). Refused in one line naming the file (and the sample, where one is at fault): a missing
 // file, an array io/npy.hpp does not take, features and labels of different lengths, no samples or
-// rows of no features, a feature that is NaN or infinite, a float or multi-column label array, a
+// rows of no features, a feature or target that is NaN or infinite, a multi-column label array, a
 // negative label or one past int32.
 #include <cstdint>
 #include <filesystem>

@@ -80,10 +80,12 @@ void Progress::epoch(const EpochRecord& r) {
   // "epoch_time_s" reads "epoch 9.04s", "train_time_s" "train 0.11s".
   std::string time_words(r.labels.period_time);
   time_words = time_words.substr(0, time_words.find("_time_s"));
-  const std::string accuracy =
-      std::isnan(r.test_accuracy)
-          ? std::string()
-          : format("  %s acc %.2f%%", split.c_str(), 100.0 * r.test_accuracy);
+  std::string accuracy;
+  if (!std::isnan(r.test_accuracy)) {
+    accuracy = format("  %s acc %.2f%%", split.c_str(), 100.0 * r.test_accuracy);
+  } else if (!std::isnan(r.test_r2)) {
+    accuracy = format("  %s rmse %.4g  r2 %.4f", split.c_str(), std::sqrt(r.test_loss), r.test_r2);
+  }
   out_ << format("%s %lld/%lld  train loss %.4f  %s loss %.4f%s  %.0f %s  %s %.2fs  elapsed %.1fs",
                  period.c_str(), static_cast<long long>(r.epoch), static_cast<long long>(r.epochs),
                  r.train_loss, split.c_str(), r.test_loss, accuracy.c_str(),

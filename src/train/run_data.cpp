@@ -35,28 +35,47 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
   // from one version of noeira to the next (it hashed the normalized floats before).
   auto resident = [&](Split split, std::int64_t limit) {
     Dataset data = load_dataset(kind, run.dir, split, limit);
+    // A regression's targets are the model's outputs, one for one.
+    if (data.target_width > 0 && data.target_width != model_outputs) {
+      throw InputError(detail::concat(
+          run.dir.string(), ": ", data.name, " has ", data.target_width, " regression target",
+          data.target_width == 1 ? "" : "s", " per sample, but model '", cfg.model, "' has ",
+          model_outputs, " outputs"));
+    }
     // The model's outputs are the classes: a label past them has no logit to score it.
-    if (data.num_classes > model_outputs) {
+    if (data.target_width == 0 && data.num_classes > model_outputs) {
       throw InputError(detail::concat(run.dir.string(), ": ", data.name, " has label ",
                                       data.num_classes - 1, ", but model '", cfg.model, "' has ",
                                       model_outputs, " outputs (classes 0 to ",
                                       model_outputs - 1, ")"));
     }
-    data.num_classes = static_cast<int>(model_outputs);
+    if (data.target_width == 0) data.num_classes = static_cast<int>(model_outputs);
     const Dataset& loaded = data;
     run.fingerprint = hash_words(std::span(loaded.pixels), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.values), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.mean), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.std), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.labels), run.fingerprint);
+    run.fingerprint = hash_words(std::span(loaded.targets), run.fingerprint);
     return make_resident(std::move(data), target);
   };
   if (train_split) run.train = resident(Split::Train, cfg.limit_train);
   run.test = resident(Split::Test, cfg.limit_test);
-  if (run.test.features != model_inputs) {
-    throw InputError(detail::concat("model '", cfg.model, "' takes ", model_inputs,
-                                    " inputs per sample, but ", run.test.name, " has ",
-                                    run.test.features, " (choose a preset for this data set)"));
+  for (const ResidentData* split : {&run.test, &run.train}) {
+    if (!train_split && split == &run.train) continue;
+    if (split->features != model_inputs) {
+      throw InputError(detail::concat("model '", cfg.model, "' takes ", model_inputs,
+                                      " inputs per sample, but ", split->name, " has ",
+                                      split->features, " (choose a preset for this data set)"));
+    }
+  }
+  if (train_split && run.train.regression() != run.test.regression()) {
+    const auto kind = [](const ResidentData& d) {
+      return d.regression() ? "float regression targets" : "integer class labels";
+    };
+    throw InputError(detail::concat(run.dir.string(), ": ", run.train.name, " has ",
+                                    kind(run.train), " but ", run.test.name, " has ",
+                                    kind(run.test)));
   }
   return run;
 }
@@ -66,8 +85,11 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
       cfg.augment == "none" ? std::string()
                             : detail::concat(", training images ", cfg.augment, " (padding ",
                                              cfg.crop_padding, ")");
-  return detail::concat(cfg.data, " ", train.count, " train / ", test.count,
-                        " test samples from ", dir.string(), augmented);
+  const std::string regression =
+      test.regression() ? detail::concat(" (regression of ", test.targets.dim(1), " targets)")
+                        : std::string();
+  return detail::concat(cfg.data, " ", train.count, " train / ", test.count, " test samples",
+                        regression, " from ", dir.string(), augmented);
 }
 
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {

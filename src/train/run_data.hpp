@@ -11,7 +11,7 @@
 
 #include "core/init.hpp"
 #include "train/batch.hpp"
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 #include "train/config.hpp"
 #include "train/language_model.hpp"
 #include "train/presets.hpp"
@@ -25,8 +25,8 @@ struct ImageRun {
   ResidentData train, test;
   std::uint64_t fingerprint = 0;  // hash_words of every split loaded: the ranks of a job compare it
 
-  ClassificationTask task(const TrainConfig& cfg) const {
-    return ClassificationTask(train, test, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed,
+  SupervisedTask task(const TrainConfig& cfg) const {
+    return SupervisedTask(train, test, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed,
                               Augmentation{parse_augment(cfg.augment), cfg.crop_padding});
   }
   std::string describe(const TrainConfig& cfg) const;

@@ -1,7 +1,7 @@
 #pragma once
 // What the trainer trains on: a task supplies the data and the loss, and says how its model is
 // evaluated. The trainer (train/trainer.hpp) and the step (train/step.hpp) are generic over it;
-// classification of images is train/classification.hpp, next-token prediction of text comes with
+// classification of images is train/supervised.hpp, next-token prediction of text comes with
 // the transformer presets.
 //
 // A run is `periods()` periods of `steps_per_period()` optimizer steps (classification: epochs
@@ -45,10 +45,13 @@ struct StepRows {
 };
 
 // What an evaluation reports: the mean loss, and what the task defines besides (top-1 accuracy
-// for classification; NaN where the task has none).
+// for classification, the coefficient of determination for regression; NaN where the task has
+// none).
 struct EvalResult {
   double loss = 0.0;
   double accuracy = std::numeric_limits<double>::quiet_NaN();
+  double r2 = std::numeric_limits<double>::quiet_NaN();
+  bool regression = false;  // r2 is NaN where the targets do not vary: this says what was run
   std::int64_t samples = 0;
 };
 

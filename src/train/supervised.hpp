@@ -1,6 +1,7 @@
 #pragma once
-// The classification task (train/task.hpp): images with integer labels, softmax cross-entropy,
-// top-1 accuracy on the test split. A period is an epoch: a pass over the training split in an
+// The supervised task (train/task.hpp), as the data's targets say: classification (integer labels,
+// softmax cross-entropy, top-1 accuracy on the test split) or regression (float targets, mean
+// squared error as torch.nn.MSELoss computes it, R² on the test split). A period is an epoch: a pass over the training split in an
 // order that is a function of (seed, epoch) only, so the global batch is the same for any number
 // of ranks; rank r takes rows [r·B/N, (r+1)·B/N) of each global batch. Training batches may be
 // augmented (train/augment.hpp), drawn per (seed, epoch, sample); the test split never is.
@@ -12,6 +13,7 @@
 #include "distributed/units.hpp"
 #include "loss/accuracy.hpp"
 #include "loss/cross_entropy.hpp"
+#include "loss/mse.hpp"
 #include "train/augment.hpp"
 #include "train/batch.hpp"
 #include "train/metrics.hpp"
@@ -19,11 +21,11 @@
 
 namespace noeira {
 
-class ClassificationTask {
+class SupervisedTask {
  public:
   // The splits stay the caller's and must outlive the task. An augmentation the training split
   // cannot take (no image shape) is an InputError here, before any step.
-  ClassificationTask(const ResidentData& train, const ResidentData& test, std::int64_t epochs,
+  SupervisedTask(const ResidentData& train, const ResidentData& test, std::int64_t epochs,
                      std::int64_t batch, std::int64_t eval_batch, std::uint64_t seed,
                      Augmentation augment = {});
 
@@ -41,11 +43,17 @@ class ClassificationTask {
   const Tensor& input() const { return batch_.x; }
 
   void loss(Context& ctx, const Tensor& logits, float grad_scale, double* loss_sum) {
-    loss_.forward_backward(ctx, logits, batch_.labels, grad_scale, loss_sum);
+    if (train_.regression()) {
+      squared_error_.forward_backward(ctx, logits, batch_.targets, grad_scale, loss_sum);
+    } else {
+      cross_entropy_.forward_backward(ctx, logits, batch_.labels, grad_scale, loss_sum);
+    }
   }
-  const Tensor& loss_grad() const { return loss_.grad(); }
+  const Tensor& loss_grad() const {
+    return train_.regression() ? squared_error_.grad() : cross_entropy_.grad();
+  }
 
-  // evaluate_classifier over the test split.
+  // evaluate_supervised over the test split.
   template <Module M>
   EvalResult evaluate(M& model, Context& ctx, dist::ShardingPolicy* policy);
 
@@ -60,22 +68,26 @@ class ClassificationTask {
   CropFlip crop_flip_;  // what keys the current epoch's draws, when augment_ is crop-flip
   Tensor order_;        // [train count] I32: the current epoch's sample order, on the target
   Batch batch_;         // this rank's rows of the current global batch
-  CrossEntropyLoss loss_;
+  CrossEntropyLoss cross_entropy_;  // classification
+  MSELoss squared_error_;           // regression
 };
 
-// Mean cross-entropy and top-1 accuracy of `model` over `data` in file order (Mode::Eval: dropout
-// off), each rank of the policy's group its rows of every evaluation batch; a null policy
+// Mean cross-entropy and top-1 accuracy of `model` over `data` in file order, or for regression
+// targets the mean squared error and R² = 1 - Σ (y - ŷ)² / Σ (y - column mean)² (every output
+// pooled, as scikit-learn's variance-weighted r2_score; NaN where the targets do not vary)
+// (Mode::Eval: dropout off), each rank of the policy's group its rows of every evaluation batch; a null policy
 // evaluates a plain model on one rank. Collective with a policy: under ZeRO-3 each forward
 // gathers the units' parameters, so every rank runs the same number of forwards.
 template <Module M>
-EvalResult evaluate_classifier(M& model, Context& ctx, const ResidentData& data,
+EvalResult evaluate_supervised(M& model, Context& ctx, const ResidentData& data,
                                std::int64_t eval_batch, dist::ShardingPolicy* policy) {
   const int rank = policy != nullptr ? policy->group().rank() : 0;
   const int world = policy != nullptr ? policy->group().size() : 1;
   const Mode saved = ctx.mode;
   ctx.mode = Mode::Eval;
   Batch rows(ctx.target);
-  CrossEntropyLoss loss;
+  CrossEntropyLoss cross_entropy;
+  MSELoss squared_error;
   Tensor loss_sum({1}, ctx.target, DType::F64);
   double correct = 0.0;
   for (std::int64_t s = 0; s < steps_per_epoch(eval_batch, data.count); ++s) {
@@ -88,7 +100,11 @@ EvalResult evaluate_classifier(M& model, Context& ctx, const ResidentData& data,
     const Tensor& logits = policy != nullptr ? dist::forward_units(model, ctx, rows.x, *policy)
                                              : model.forward(ctx, rows.x);
     if (idle) continue;
-    loss.forward(ctx, logits, rows.labels, loss_sum.as<double>());
+    if (data.regression()) {
+      squared_error.forward(ctx, logits, rows.targets, loss_sum.as<double>());
+      continue;
+    }
+    cross_entropy.forward(ctx, logits, rows.labels, loss_sum.as<double>());
     // The count comes back to the host per batch: a synchronization, in evaluation only.
     correct += static_cast<double>(count_correct(ctx, logits, rows.labels));
   }
@@ -96,12 +112,23 @@ EvalResult evaluate_classifier(M& model, Context& ctx, const ResidentData& data,
   double sums[2] = {loss_sum.to_host<double>()[0], correct};  // both exact in double
   if (policy != nullptr) dist::allreduce_host(policy->group(), sums);
   const double n = static_cast<double>(data.count);
-  return EvalResult{sums[0] / n, sums[1] / n, data.count};
+  EvalResult result;
+  result.loss = sums[0] / n;
+  result.samples = data.count;
+  if (!data.regression()) {
+    result.accuracy = sums[1] / n;
+    return result;
+  }
+  // The loss of a row is its mean over the targets: the squared errors sum to loss · targets.
+  result.regression = true;
+  const double squared_errors = sums[0] * static_cast<double>(data.targets.dim(1));
+  if (data.target_spread > 0.0) result.r2 = 1.0 - squared_errors / data.target_spread;
+  return result;
 }
 
 template <Module M>
-EvalResult ClassificationTask::evaluate(M& model, Context& ctx, dist::ShardingPolicy* policy) {
-  return evaluate_classifier(model, ctx, test_, eval_batch_, policy);
+EvalResult SupervisedTask::evaluate(M& model, Context& ctx, dist::ShardingPolicy* policy) {
+  return evaluate_supervised(model, ctx, test_, eval_batch_, policy);
 }
 
 }  // namespace noeira

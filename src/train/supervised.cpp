@@ -1,8 +1,8 @@
-#include "train/classification.hpp"
+#include "train/supervised.hpp"
 
 namespace noeira {
 
-ClassificationTask::ClassificationTask(const ResidentData& train, const ResidentData& test,
+SupervisedTask::SupervisedTask(const ResidentData& train, const ResidentData& test,
                                        std::int64_t epochs, std::int64_t batch,
                                        std::int64_t eval_batch, std::uint64_t seed,
                                        Augmentation augment)
@@ -19,12 +19,12 @@ ClassificationTask::ClassificationTask(const ResidentData& train, const Resident
   }
 }
 
-void ClassificationTask::begin_period(std::int64_t epoch, Target target) {
+void SupervisedTask::begin_period(std::int64_t epoch, Target target) {
   order_ = resident_order(epoch_order(seed_, epoch, train_.count), target);
   if (augment_.kind == Augment::CropFlip) crop_flip_.epoch = static_cast<std::uint64_t>(epoch);
 }
 
-StepRows ClassificationTask::load(std::int64_t s, int rank, int world, Stream stream,
+StepRows SupervisedTask::load(std::int64_t s, int rank, int world, Stream stream,
                                   MicroBatch micro) {
   StepRows rows;
   rows.global = global_batch(s, batch_size_, train_.count);
