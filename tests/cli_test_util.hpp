@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the tests that drive the noeira binary (NOEIRA_BINARY): running it with its output
-// captured or in the background, the one-line error contract of src/cli/main.cpp, and the tensor lines of
+// captured or in the background, the records of its metrics file, the one-line error contract of src/cli/main.cpp, and the tensor lines of
 // `noeira inspect`.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,6 +48,18 @@ inline Output noeira(const TempDir& dir, const std::string& args, int seconds = 
   o.out = slurp(dir / "stdout");
   o.err = slurp(dir / "stderr");
   return o;
+}
+
+// The records of a run's metrics.jsonl whose "type" is `type` ("step", "epoch"), in order.
+inline std::vector<nlohmann::json> metrics_records(const std::filesystem::path& metrics,
+                                                   const std::string& type) {
+  std::ifstream in(metrics);
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["type"] == type) records.push_back(std::move(j));
+  }
+  return records;
 }
 
 #define REQUIRE_BINARY()                                                             \

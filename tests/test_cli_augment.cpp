@@ -26,11 +26,9 @@ using testing::saved_mlp;
 using testing::slurp;
 
 std::vector<double> train_losses(const std::filesystem::path& metrics) {
-  std::ifstream in(metrics);
   std::vector<double> losses;
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    if (j["type"] == "epoch") losses.push_back(j["train_loss"].get<double>());
+  for (const nlohmann::json& j : testing::metrics_records(metrics, "epoch")) {
+    losses.push_back(j["train_loss"].get<double>());
   }
   return losses;
 }

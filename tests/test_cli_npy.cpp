@@ -30,11 +30,8 @@ using testing::write_npy_array;
 
 // The losses of the metrics file's epoch lines, train and test, in order.
 std::vector<double> epoch_losses(const std::filesystem::path& metrics) {
-  std::ifstream in(metrics);
   std::vector<double> losses;
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    if (j["type"] != "epoch") continue;
+  for (const nlohmann::json& j : testing::metrics_records(metrics, "epoch")) {
     losses.push_back(j["train_loss"].get<double>());
     losses.push_back(j["test_loss"].get<double>());
   }
@@ -160,12 +157,8 @@ TEST(CliNpy, FloatTargetsTrainARegressionThatReportsRmseAndR2) {
     mean /= 32.0;
     for (int i = 0; i < 32; ++i) spread += (test_y[i * 10 + c] - mean) * (test_y[i * 10 + c] - mean);
   }
-  std::ifstream in(dir / "run" / "metrics.jsonl");
-  std::vector<nlohmann::json> epochs;
-  for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line);
-    if (j["type"] == "epoch") epochs.push_back(j);
-  }
+  const std::vector<nlohmann::json> epochs =
+      testing::metrics_records(dir / "run" / "metrics.jsonl", "epoch");
   ASSERT_EQ(epochs.size(), 4u);
   for (const nlohmann::json& e : epochs) {
     const double loss = e["test_loss"].get<double>();

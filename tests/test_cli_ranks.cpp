@@ -27,13 +27,8 @@ using testing::saved_mlp;
 
 // The last epoch record's train loss in a metrics file.
 double last_train_loss(const std::filesystem::path& metrics) {
-  std::ifstream in(metrics);
-  double loss = NAN;
-  for (std::string line; std::getline(in, line);) {
-    const nlohmann::json j = nlohmann::json::parse(line);
-    if (j["type"] == "epoch") loss = j["train_loss"].get<double>();
-  }
-  return loss;
+  const std::vector<nlohmann::json> epochs = testing::metrics_records(metrics, "epoch");
+  return epochs.empty() ? NAN : epochs.back()["train_loss"].get<double>();
 }
 
 // How far a saved model's parameters are from the reference run's, and docs/design.md's tolerance

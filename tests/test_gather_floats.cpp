@@ -49,15 +49,22 @@ std::pair<std::vector<float>, std::vector<std::int32_t>> rows_of(const Dataset& 
   return {x, labels};
 }
 
-// gather_batch on `target` of rows [begin, end) of `order` (file order when it is empty).
-std::pair<std::vector<float>, std::vector<std::int32_t>> gathered(
-    Target target, const ResidentData& data, const std::vector<std::int32_t>& order,
-    RowRange rows) {
+// gather_batch on `target` of rows [begin, end) of `order` (file order when it is empty), done.
+Batch gather(Target target, const ResidentData& data, const std::vector<std::int32_t>& order,
+             RowRange rows) {
   Batch b(target);
   const Tensor resident = order.empty() ? Tensor() : resident_order(order, target);
   gather_batch(b, data, resident, rows);
   kernels_for(target).synchronize(nullptr);
   EXPECT_EQ(b.views_data, order.empty());
+  return b;
+}
+
+// The batch's x and labels.
+std::pair<std::vector<float>, std::vector<std::int32_t>> gathered(
+    Target target, const ResidentData& data, const std::vector<std::int32_t>& order,
+    RowRange rows) {
+  const Batch b = gather(target, data, order, rows);
   return {b.x.to_vector(), b.labels.to_ids()};
 }
 
@@ -89,15 +96,11 @@ Dataset regression(std::int64_t count) {
   return d;
 }
 
-// The batch's x and targets after gather_batch on `target` (file order when `order` is empty).
+// The batch's x and a regression's targets.
 std::pair<std::vector<float>, std::vector<float>> gathered_targets(
     Target target, const ResidentData& data, const std::vector<std::int32_t>& order,
     RowRange rows) {
-  Batch b(target);
-  const Tensor resident = order.empty() ? Tensor() : resident_order(order, target);
-  gather_batch(b, data, resident, rows);
-  kernels_for(target).synchronize(nullptr);
-  EXPECT_EQ(b.views_data, order.empty());
+  const Batch b = gather(target, data, order, rows);
   EXPECT_EQ(b.targets.dim(1), 2);
   return {b.x.to_vector(), b.targets.to_vector()};
 }
