@@ -157,12 +157,14 @@ std::vector<std::string> attr_names(hid_t obj, const std::filesystem::path& file
 //     in a file of kilobytes is refused before anything is sized by it);
 //   - the element type is exactly `spec.type` (class, size, sign, byte order: an int32 or float64
 //     dataset where float32 belongs is refused, not converted), or for spec.type < 0 a
-//     fixed-length string of at most spec.max_string bytes;
+//     fixed-length string of at most spec.max_string bytes, or with spec.any_number an integer or
+//     float of up to 8 bytes in either byte order (a user's array, which the reader converts);
 //   - the dataspace is simple (or scalar) of rank spec.rank when that is >= 0.
 struct DatasetSpec {
   hid_t type = -1;                             // an HDF5 file type (H5T_IEEE_F32LE); -1: a string
   std::size_t max_string = kDefaultMaxString;  // strings only: the largest accepted size
   int rank = -1;                               // -1: any
+  bool any_number = false;                     // any integer or float (type ignored)
 };
 
 struct Dataset {
@@ -171,6 +173,7 @@ struct Dataset {
   std::int64_t points = 0;         // elements
   std::size_t type_size = 0;       // bytes per element
   std::int64_t file_offset = -1;   // contiguous: where the bytes start in the file, else -1
+  bool floats = false;             // the elements are floating point
 };
 
 Dataset open_dataset(hid_t loc, std::string_view path, const DatasetSpec& spec,

@@ -223,7 +223,14 @@ Dataset open_dataset(hid_t loc, std::string_view path, const DatasetSpec& spec,
   // The element type, exactly.
   const Handle type(NOEIRA_H5_CHECK_INPUT(H5Dget_type(ds), file), H5Tclose);
   out.type_size = H5Tget_size(type.get());
-  if (spec.type >= 0) {
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  out.floats = type_class == H5T_FLOAT;
+  if (spec.any_number) {
+    if ((type_class != H5T_INTEGER && type_class != H5T_FLOAT) || out.type_size > 8) {
+      throw refuse(detail::concat("holds ", type_name(type.get()),
+                                  ", expected integers or floats of up to 64 bits"));
+    }
+  } else if (spec.type >= 0) {
     if (NOEIRA_H5_CHECK_INPUT(H5Tequal(type.get(), spec.type), file) <= 0) {
       throw refuse(detail::concat("holds ", type_name(type.get()), " elements, expected ",
                                   type_name(spec.type)));

@@ -78,13 +78,14 @@ void add_common_options(Command& c) {
   std::vector<std::string> data_names = kDatasetNames.names();
   data_names.push_back("text");
   a.add_option("--data", t.data,
-               "Data set: images to classify, npy (your own arrays to classify: --data-dir holds "
-               "train_x.npy, train_y.npy, test_x.npy, test_y.npy), or text for a language model "
-               "(a GPT preset)")
+               "Data set: images to classify; your own arrays to classify (integer y) or regress "
+               "(float y): npy (--data-dir holds train_x.npy, train_y.npy, test_x.npy, "
+               "test_y.npy) or h5 (train.h5 and test.h5, each with datasets /x and /y); or text "
+               "for a language model (a GPT preset)")
       ->check(CLI::IsMember(data_names));
   a.add_option("--data-dir", t.data_dir,
                "Directory of the data set's files (empty: /usr/share/datasets/fashion-mnist, "
-               "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; npy: "
+               "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; npy, h5: "
                "required; text: a directory of text files, default /usr/share/games/fortunes)");
   a.add_option("--text-file", t.text_file,
                "text: one corpus file (e.g. TinyShakespeare's input.txt) instead of --data-dir");

@@ -5,7 +5,7 @@
 #include "io/cifar.hpp"
 #include "io/idx.hpp"
 #include "kernels/error.hpp"
-#include "train/npy_dataset.hpp"
+#include "train/array_dataset.hpp"
 
 namespace noeira {
 
@@ -113,7 +113,8 @@ PixelStats pixel_stats(DatasetKind kind) {
     case DatasetKind::FashionMnist: return {kGrayImage, kFashionMean, kFashionStd};
     case DatasetKind::Mnist: return {kGrayImage, kMnistMean, kMnistStd};
     case DatasetKind::Cifar10: return {kCifarImage, kCifarMean, kCifarStd};
-    case DatasetKind::Npy: break;
+    case DatasetKind::Npy:
+    case DatasetKind::H5: break;
   }
   throw InputError(detail::concat("data set '", to_string(kind),
                                   "' has no pixel statistics: its features are not pixels"));
@@ -124,7 +125,8 @@ std::span<const std::string_view> class_names(DatasetKind kind) {
     case DatasetKind::FashionMnist: return kFashionClasses;
     case DatasetKind::Mnist: return kDigitClasses;
     case DatasetKind::Cifar10: return kCifarClasses;
-    case DatasetKind::Npy: break;
+    case DatasetKind::Npy:
+    case DatasetKind::H5: break;
   }
   throw InputError(detail::concat("data set '", to_string(kind), "' names no classes"));
 }
@@ -134,12 +136,13 @@ std::filesystem::path default_data_dir(DatasetKind kind) {
     case DatasetKind::FashionMnist: return "/usr/share/datasets/fashion-mnist";
     case DatasetKind::Mnist: return "/usr/share/datasets/mnist";
     case DatasetKind::Cifar10: return "/usr/share/datasets/cifar-10-batches-bin";
-    case DatasetKind::Npy: break;
+    case DatasetKind::Npy:
+    case DatasetKind::H5: break;
   }
   return {};
 }
 
-bool holds_pixels(DatasetKind kind) { return kind != DatasetKind::Npy; }
+bool holds_pixels(DatasetKind kind) { return kind != DatasetKind::Npy && kind != DatasetKind::H5; }
 
 PixelNormalization pixel_normalization(const Dataset& data) {
   const auto channels = static_cast<std::int64_t>(data.mean.size());
@@ -168,6 +171,7 @@ Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split s
   switch (kind) {
     case DatasetKind::Cifar10: return load_cifar(dir, split, limit);
     case DatasetKind::Npy: return load_npy_split(dir, split == Split::Train ? "train" : "test", limit);
+    case DatasetKind::H5: return load_h5_split(dir, split == Split::Train ? "train" : "test", limit);
     case DatasetKind::FashionMnist:
     case DatasetKind::Mnist: break;
   }

@@ -2,8 +2,8 @@
 // In-memory classification data sets: images as the files store them, one byte per pixel, with
 // the statistics that normalize them; labels as int32. A batch is normalized as it is gathered
 // (train/batch.hpp), so the data is held at its own size, not at four bytes per pixel.
-// A user's own arrays (--data npy, train/npy_dataset.hpp) are float features instead, fed to the
-// model as the files hold them.
+// A user's own arrays (--data npy, --data h5: train/array_dataset.hpp) are float features instead,
+// fed to the model as the files hold them.
 //
 // Normalization: pixel / 255, then (x - mean) / std with the data set's published training-split
 // statistics (fixed constants, so train and eval agree without re-reading the training split):
@@ -22,20 +22,22 @@
 
 namespace noeira {
 
-enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10, Npy };
+enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10, Npy, H5 };
 
-inline constexpr NameTable<DatasetKind, 4> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
+inline constexpr NameTable<DatasetKind, 5> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
                                                           {DatasetKind::Mnist, "mnist"},
                                                           {DatasetKind::Cifar10, "cifar10"},
-                                                          {DatasetKind::Npy, "npy"}}},
+                                                          {DatasetKind::Npy, "npy"},
+                                                          {DatasetKind::H5, "h5"}}},
                                                         "data set"};
 
 std::string_view to_string(DatasetKind kind);
-// "fashion-mnist", "mnist", "cifar10", "npy"; anything else is an InputError listing the choices.
+// "fashion-mnist", "mnist", "cifar10", "npy", "h5"; anything else is an InputError listing the
+// choices.
 DatasetKind parse_dataset_kind(std::string_view name);
 std::vector<std::string> dataset_names();
-// Where Debian's packages (or the usual layout) put the files; empty for npy, whose directory
-// only the user knows.
+// Where Debian's packages (or the usual layout) put the files; empty for a user's arrays (npy,
+// h5), whose directory only the user knows.
 std::filesystem::path default_data_dir(DatasetKind kind);
 // Whether the data set's samples are images of bytes (pixel_stats, class_names, augmentation).
 bool holds_pixels(DatasetKind kind);
@@ -48,7 +50,7 @@ struct PixelStats {
   std::span<const float> mean;  // [image.channels]
   std::span<const float> std;   // [image.channels]
 };
-// An InputError for npy, whose features are no pixels.
+// An InputError for a user's arrays, whose features are no pixels.
 PixelStats pixel_stats(DatasetKind kind);
 
 // The names of the classes, label order ("T-shirt/top", "Trouser", ... for Fashion-MNIST).
@@ -89,8 +91,9 @@ enum class Split : std::uint8_t { Train, Test };
 std::int64_t apply_limit(const std::string& name, std::int64_t count, std::int64_t limit);
 
 // Loads one split from `dir`. limit > 0 keeps only the first `limit` samples (for quick runs and
-// tests); a limit above the split's size is an InputError. For npy, num_classes is one past the
-// split's largest label (the model's outputs decide how many there are: train/run_data.cpp).
+// tests); a limit above the split's size is an InputError. For a user's arrays, num_classes is one
+// past the split's largest label (the model's outputs decide how many there are:
+// train/run_data.cpp).
 Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split split,
                      std::int64_t limit = 0);
 

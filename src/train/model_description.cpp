@@ -33,12 +33,14 @@ void describe_images(std::map<std::string, std::string>& out, DatasetKind kind,
   out["labels"] = labels.dump();
 }
 
-// A user's arrays (--data npy): no statistics or names to record, the features are the files'.
+// A user's arrays (--data npy, h5): no statistics or names to record, the features are the
+// files'.
 void describe_arrays(std::map<std::string, std::string>& out, const ModelSizes& m) {
   out["input"] = detail::concat("float32 rows of ", m.in_dim,
-                                " features, as the training arrays (train_x.npy) held them");
-  out["output"] = detail::concat("float32 logits [rows, ", m.out_dim,
-                                 "]; the class is the arg-max, the label train_y.npy gave it");
+                                " features, as the training arrays (x) held them");
+  out["output"] = detail::concat("float32 [rows, ", m.out_dim,
+                                 "]: class logits (the class is the arg-max) for integer labels "
+                                 "y, the predicted targets for float targets y");
 }
 
 }  // namespace

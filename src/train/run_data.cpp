@@ -12,8 +12,10 @@ std::filesystem::path image_dir(const TrainConfig& cfg) {
   if (!cfg.data_dir.empty()) return cfg.data_dir;
   const std::filesystem::path dir = default_data_dir(parse_dataset_kind(cfg.data));
   if (dir.empty()) {
-    throw InputError(detail::concat("--data ", cfg.data, " needs --data-dir, the directory of "
-                                    "train_x.npy, train_y.npy, test_x.npy and test_y.npy"));
+    const bool h5 = parse_dataset_kind(cfg.data) == DatasetKind::H5;
+    throw InputError(detail::concat("--data ", cfg.data, " needs --data-dir, the directory of ",
+                                    h5 ? "train.h5 and test.h5 (datasets /x and /y)"
+                                       : "train_x.npy, train_y.npy, test_x.npy and test_y.npy"));
   }
   return dir;
 }

@@ -1,0 +1,119 @@
+#include "train/array_dataset.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/error.hpp"
+
+namespace noeira {
+
+namespace {
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) out += detail::concat(i > 0 ? ", " : "", shape[i]);
+  return out + ")";
+}
+
+std::filesystem::path existing_file(const std::filesystem::path& file, std::string_view data,
+                                    std::string_view expected) {
+  if (!std::filesystem::is_regular_file(file)) {
+    throw InputError(detail::concat(file.string(), ": no such file (--data ", data, " reads ",
+                                    expected, " from --data-dir)"));
+  }
+  return file;
+}
+
+// The first `count` rows of `a` as floats, every one finite; `what` names a row's elements in
+// messages ("feature", "target").
+std::vector<float> read_finite(const io::ArraySource& a, std::int64_t count,
+                               std::string_view what) {
+  const std::int64_t width = a.row_elements();
+  std::vector<float> values(static_cast<std::size_t>(count * width));
+  a.read_rows(0, count, values);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      const auto w = static_cast<std::size_t>(width);
+      throw InputError(detail::concat(a.name(), ": sample ", i / w, " holds ", values[i], " at ",
+                                      what, " ", i % w, " (", what, "s must be finite)"));
+    }
+  }
+  return values;
+}
+
+// The first `count` labels of `y`, each in [0, int32's largest) (one past it counts the classes).
+std::vector<std::int32_t> read_labels(const io::ArraySource& y, std::int64_t count) {
+  std::vector<std::int64_t> wide(static_cast<std::size_t>(count));
+  y.read_rows(0, count, wide);
+  std::vector<std::int32_t> labels(wide.size());
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    if (wide[i] < 0 || wide[i] >= std::numeric_limits<std::int32_t>::max()) {
+      throw InputError(detail::concat(y.name(), ": sample ", i, " has label ", wide[i],
+                                      " (labels are classes 0, 1, 2, ...)"));
+    }
+    labels[i] = static_cast<std::int32_t>(wide[i]);
+  }
+  return labels;
+}
+
+}  // namespace
+
+Dataset load_array_split(const io::ArraySource& x, const io::ArraySource& y, std::string name,
+                         std::int64_t limit) {
+  if (x.shape().empty() || x.rows() == 0 || x.row_elements() == 0) {
+    throw InputError(detail::concat(x.name(), ": shape ", shape_text(x.shape()),
+                                    " holds no samples of features (expected [samples, ...])"));
+  }
+  const bool regression = y.holds_floats();
+  if (y.shape().empty() || (!regression && (y.shape().size() > 2 || y.row_elements() != 1)) ||
+      (regression && y.row_elements() == 0)) {
+    throw InputError(detail::concat(
+        y.name(), ": shape ", shape_text(y.shape()),
+        regression ? " holds no targets per sample (expected [samples] or [samples, targets])"
+                   : " is not one label per sample ([samples] or [samples, 1])"));
+  }
+  if (y.rows() != x.rows()) {
+    throw InputError(detail::concat(y.name(), ": ", y.rows(), " labels for the ", x.rows(),
+                                    " samples of ", x.name()));
+  }
+  Dataset d;
+  d.name = std::move(name);
+  d.count = apply_limit(d.name, x.rows(), limit);
+  d.features = x.row_elements();
+  d.float_features = true;
+  d.values = read_finite(x, d.count, "feature");
+  if (regression) {
+    d.target_width = y.row_elements();
+    d.targets = read_finite(y, d.count, "target");
+    return d;
+  }
+  d.labels = read_labels(y, d.count);
+  std::int32_t largest = 0;
+  for (const std::int32_t label : d.labels) largest = std::max(largest, label);
+  d.num_classes = largest + 1;
+  return d;
+}
+
+Dataset load_npy_split(const std::filesystem::path& dir, std::string_view split,
+                       std::int64_t limit) {
+  const std::string expected = detail::concat(split, "_x.npy and ", split, "_y.npy");
+  const auto x = io::open_npy_source(
+      existing_file(dir / detail::concat(split, "_x.npy"), "npy", expected));
+  const auto y = io::open_npy_source(
+      existing_file(dir / detail::concat(split, "_y.npy"), "npy", expected));
+  return load_array_split(*x, *y, detail::concat("npy/", split), limit);
+}
+
+Dataset load_h5_split(const std::filesystem::path& dir, std::string_view split,
+                      std::int64_t limit) {
+  const std::filesystem::path file = existing_file(
+      dir / detail::concat(split, ".h5"), "h5", detail::concat(split, ".h5 (datasets /x, /y)"));
+  const auto x = io::open_h5_source(file, "x");
+  const auto y = io::open_h5_source(file, "y");
+  return load_array_split(*x, *y, detail::concat("h5/", split), limit);
+}
+
+}  // namespace noeira
