@@ -48,7 +48,8 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
   TempDir dir;
   const Output o = noeira(dir, "train --help");
   EXPECT_EQ(o.code, 0);
-  for (const char* s : {"--model TEXT=mlp", "--data TEXT:{fashion-mnist,mnist,cifar10,npy,h5,text}=fashion-mnist",
+  for (const char* s : {"--model TEXT=mlp",
+                        "--data TEXT:{fashion-mnist,mnist,cifar10,npy,h5,text}=fashion-mnist",
                         "--epochs INT:[1..1000000]=5", "--batch INT:[1..1000000]=100", "=adam",
                         "--lr FLOAT:[1e-12..1e+30]=0.001", "--weight-decay", "--schedule", "--warmup",
                         "--min-lr", "--grad-clip", "--seed UINT=1", "--threads", "--out",

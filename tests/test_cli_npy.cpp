@@ -255,7 +255,8 @@ TEST(CliNpy, EveryWayTheArraysCanBeWrongIsOneLineNamingTheFile) {
          write_npy_array(d / "train_y.npy", "<i8", {0}, std::vector<std::int64_t>());
        },
        "train_x.npy: shape (0, 784) holds no samples"},
-      {"a scalar", [](auto d) { write_npy_array(d / "train_x.npy", "<f4", {}, std::vector<float>{1}); },
+      {"a scalar",
+       [](auto d) { write_npy_array(d / "train_x.npy", "<f4", {}, std::vector<float>{1}); },
        "train_x.npy: shape () holds no samples"},
       {"Fortran order",
        [](auto d) {

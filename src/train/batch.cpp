@@ -16,7 +16,8 @@ namespace {
 // the data set declares, whoever built it).
 void make_truth_resident(const Dataset& data, Target target, ResidentData& out) {
   if (data.target_width == 0) {
-    NOEIRA_CHECK(static_cast<std::int64_t>(data.labels.size()) == data.count && data.targets.empty(),
+    NOEIRA_CHECK(static_cast<std::int64_t>(data.labels.size()) == data.count &&
+                     data.targets.empty(),
                  data.name, ": ", data.labels.size(), " labels for ", data.count, " samples");
     for (std::size_t i = 0; i < data.labels.size(); ++i) {
       if (data.labels[i] < 0 || data.labels[i] >= data.num_classes) {
@@ -89,7 +90,9 @@ void gather_truth(Batch& out, const ResidentData& data, const std::int32_t* inde
   if (data.regression()) {
     const std::int64_t width = data.targets.dim(1);
     if (out.views_data || !out.targets.defined()) out.targets = Tensor({n, width}, target);
-    if (out.targets.dim(0) != n || out.targets.dim(1) != width) out.targets.resize({n, width}, target);
+    if (out.targets.dim(0) != n || out.targets.dim(1) != width) {
+      out.targets.resize({n, width}, target);
+    }
     out.views_data = false;
     k.gather_rows(stream, out.targets.data(), index, data.targets.data(), n, width, data.count);
     return;
@@ -136,7 +139,9 @@ ResidentData make_resident(const Dataset& data, Target target) {
 }
 
 ResidentData make_resident(Dataset&& data, Target target) {
-  if (target != Target::Cpu || data.float_features) return make_resident(std::as_const(data), target);
+  if (target != Target::Cpu || data.float_features) {
+    return make_resident(std::as_const(data), target);
+  }
   ResidentData out = resident_without_pixels(data, target);
   auto bytes = std::make_shared<const std::vector<std::uint8_t>>(std::move(data.pixels));
   out.pixels = std::shared_ptr<const std::uint8_t>(bytes, bytes->data());

@@ -2,10 +2,10 @@
 // The data a run reads, resident on the run's target, and the batch a step reads from it.
 //
 // A split is uploaded once (ResidentData), as bytes (or as the floats a user's arrays hold); a
-// batch is then a gather of rows on the target that normalizes bytes to floats, for training through the epoch's order (itself uploaded
-// once per epoch), for evaluation in file order. No sample crosses the host-device boundary after
-// the upload. The batch tensors keep their storage from step to step (a short last batch shrinks
-// the shape, never reallocates).
+// batch is then a gather of rows on the target that normalizes bytes to floats, for training
+// through the epoch's order (itself uploaded once per epoch), for evaluation in file order. No
+// sample crosses the host-device boundary after the upload. The batch tensors keep their storage
+// from step to step (a short last batch shrinks the shape, never reallocates).
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -54,7 +54,8 @@ EvalResult run_eval(const TrainConfig& given) {
       eval_cfg.eval_every = 1;
       return run.task(eval_cfg, M::block).evaluate(model, ctx, nullptr);
     } else {
-      const ImageRun run = load_image_run(cfg, target, M::in_dim, M::out_dim, /*train_split=*/false);
+      const ImageRun run =
+          load_image_run(cfg, target, M::in_dim, M::out_dim, /*train_split=*/false);
       saved.load_into(model);
       round_to_compute_values(model, ctx, parse_precision(cfg.precision));
       return evaluate_supervised(model, ctx, run.test, cfg.eval_batch, nullptr);

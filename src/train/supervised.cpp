@@ -3,9 +3,8 @@
 namespace noeira {
 
 SupervisedTask::SupervisedTask(const ResidentData& train, const ResidentData& test,
-                                       std::int64_t epochs, std::int64_t batch,
-                                       std::int64_t eval_batch, std::uint64_t seed,
-                                       Augmentation augment)
+                               std::int64_t epochs, std::int64_t batch, std::int64_t eval_batch,
+                               std::uint64_t seed, Augmentation augment)
     : train_(train),
       test_(test),
       epochs_(epochs),

@@ -1,10 +1,11 @@
 #pragma once
 // The supervised task (train/task.hpp), as the data's targets say: classification (integer labels,
 // softmax cross-entropy, top-1 accuracy on the test split) or regression (float targets, mean
-// squared error as torch.nn.MSELoss computes it, R² on the test split). A period is an epoch: a pass over the training split in an
-// order that is a function of (seed, epoch) only, so the global batch is the same for any number
-// of ranks; rank r takes rows [r·B/N, (r+1)·B/N) of each global batch. Training batches may be
-// augmented (train/augment.hpp), drawn per (seed, epoch, sample); the test split never is.
+// squared error as torch.nn.MSELoss computes it, R² on the test split). A period is an epoch: a
+// pass over the training split in an order that is a function of (seed, epoch) only, so the
+// global batch is the same for any number of ranks; rank r takes rows [r·B/N, (r+1)·B/N) of each
+// global batch. Training batches may be augmented (train/augment.hpp), drawn per (seed, epoch,
+// sample); the test split never is.
 #include <cstdint>
 
 #include "core/module.hpp"
@@ -26,8 +27,8 @@ class SupervisedTask {
   // The splits stay the caller's and must outlive the task. An augmentation the training split
   // cannot take (no image shape) is an InputError here, before any step.
   SupervisedTask(const ResidentData& train, const ResidentData& test, std::int64_t epochs,
-                     std::int64_t batch, std::int64_t eval_batch, std::uint64_t seed,
-                     Augmentation augment = {});
+                 std::int64_t batch, std::int64_t eval_batch, std::uint64_t seed,
+                 Augmentation augment = {});
 
   std::int64_t periods() const { return epochs_; }
   std::int64_t steps_per_period() const { return steps_per_epoch(batch_size_, train_.count); }
@@ -74,10 +75,10 @@ class SupervisedTask {
 
 // Mean cross-entropy and top-1 accuracy of `model` over `data` in file order, or for regression
 // targets the mean squared error and R² = 1 - Σ (y - ŷ)² / Σ (y - column mean)² (every output
-// pooled, as scikit-learn's variance-weighted r2_score; NaN where the targets do not vary)
-// (Mode::Eval: dropout off), each rank of the policy's group its rows of every evaluation batch; a null policy
-// evaluates a plain model on one rank. Collective with a policy: under ZeRO-3 each forward
-// gathers the units' parameters, so every rank runs the same number of forwards.
+// pooled, as scikit-learn's variance-weighted r2_score; NaN where the targets do not vary), in
+// Mode::Eval (dropout off), each rank of the policy's group its rows of every evaluation batch; a
+// null policy evaluates a plain model on one rank. Collective with a policy: under ZeRO-3 each
+// forward gathers the units' parameters, so every rank runs the same number of forwards.
 template <Module M>
 EvalResult evaluate_supervised(M& model, Context& ctx, const ResidentData& data,
                                std::int64_t eval_batch, dist::ShardingPolicy* policy) {
