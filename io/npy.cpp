@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -347,6 +348,19 @@ T element(const std::byte* data, NpyType type, std::size_t i) {
   return T{};
 }
 
+// Lets the kernel drop the mapped pages wholly inside [data, data + bytes) from this process's
+// resident memory once they are read: a caller that copies an array out (a data set loaded into
+// memory) then holds the copy, not the copy and the file's pages beside it. The pages stay in the
+// page cache; a later read maps them again.
+void release_pages(const std::byte* data, std::size_t bytes) {
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(data);
+  const std::uintptr_t first = (begin + page - 1) / page * page;
+  const std::uintptr_t last = (begin + bytes) / page * page;
+  // Advice only: a failure leaves the pages resident, which is what not asking would.
+  if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 }  // namespace
 
 void NpyArray::read_rows(std::int64_t begin, std::int64_t count, std::span<float> out) const {
@@ -356,9 +370,10 @@ void NpyArray::read_rows(std::int64_t begin, std::int64_t count, std::span<float
   if (out.empty()) return;
   if (header_.type == NpyType::F32) {
     std::memcpy(out.data(), data, out.size_bytes());
-    return;
+  } else {
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = element<float>(data, header_.type, i);
   }
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = element<float>(data, header_.type, i);
+  release_pages(data, out.size() * header_.item_bytes);
 }
 
 void NpyArray::read_rows(std::int64_t begin, std::int64_t count,
@@ -383,6 +398,7 @@ void NpyArray::read_rows(std::int64_t begin, std::int64_t count,
   }
   const std::byte* data = row_bytes(begin, count, out.size());
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = element<std::int64_t>(data, t, i);
+  release_pages(data, out.size() * header_.item_bytes);
 }
 
 }  // namespace noeira::io

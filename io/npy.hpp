@@ -3,6 +3,9 @@
 // checked whole before anything else, and the data is memory-mapped, so an array larger than
 // memory costs only the pages of the rows that are read.
 //
+// A read lets go of the pages it read (madvise), so an array copied out in pieces costs the copy
+// and one piece of the file in resident memory, not the whole file beside the copy.
+//
 // Taken: little-endian (or one-byte) numbers, C order: float32, float64, float16, int8/16/32/64,
 // uint8/16/32/64 and bool, of any shape (a 0-d array is one row of one element). Refused, each in
 // one line naming the file: another magic or version, a header that is not exactly the dict NumPy

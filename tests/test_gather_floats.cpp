@@ -28,12 +28,14 @@ Dataset floats(std::int64_t count) {
   d.features = kFeatures;
   d.num_classes = 3;
   d.float_features = true;
+  std::vector<float> values;
   for (std::int64_t i = 0; i < count; ++i) {
     d.labels.push_back(static_cast<std::int32_t>(i % 3));
     for (std::int64_t j = 0; j < kFeatures; ++j) {
-      d.values.push_back(static_cast<float>(i) + static_cast<float>(j) / 8.0f);
+      values.push_back(static_cast<float>(i) + static_cast<float>(j) / 8.0f);
     }
   }
+  d.values = Tensor::from_host({count, kFeatures}, values);
   return d;
 }
 
@@ -43,7 +45,8 @@ std::pair<std::vector<float>, std::vector<std::int32_t>> rows_of(const Dataset& 
   std::vector<float> x;
   std::vector<std::int32_t> labels;
   for (const int r : rows) {
-    x.insert(x.end(), d.values.begin() + r * kFeatures, d.values.begin() + (r + 1) * kFeatures);
+    const float* row = d.values.data() + r * kFeatures;
+    x.insert(x.end(), row, row + kFeatures);
     labels.push_back(d.labels[static_cast<std::size_t>(r)]);
   }
   return {x, labels};
@@ -72,6 +75,7 @@ TEST(GatherFloats, RowsAreTheDataSetsOwnFloatsInEitherOrder) {
   const Dataset d = floats(9);
   const ResidentData data = make_resident(d, Target::Cpu);
   EXPECT_EQ(data.pixels, nullptr);
+  EXPECT_EQ(data.values.data(), d.values.data());  // on the CPU the split is held once
   const std::vector<std::int32_t> order = {8, 2, 2, 0, 5, 7, 1};
   EXPECT_EQ(gathered(Target::Cpu, data, order, RowRange{1, 6}), rows_of(d, {2, 2, 0, 5, 7}));
   EXPECT_EQ(gathered(Target::Cpu, data, {}, RowRange{4, 9}), rows_of(d, {4, 5, 6, 7, 8}));

@@ -53,13 +53,15 @@ noeira::Dataset clusters(const char* name, std::int64_t count, std::uint64_t see
   d.features = kFeatures;
   d.num_classes = kClasses;
   d.float_features = true;
+  std::vector<float> values;
   for (std::int64_t i = 0; i < count; ++i) {
     const int label = static_cast<int>(i % kClasses);
     d.labels.push_back(label);
     for (std::int64_t f = 0; f < kFeatures; ++f) {
-      d.values.push_back(centers[label * kFeatures + f] + unit(rng));
+      values.push_back(centers[label * kFeatures + f] + unit(rng));
     }
   }
+  d.values = noeira::Tensor::from_host({count, kFeatures}, values);
   return d;
 }
 

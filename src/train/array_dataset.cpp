@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,13 +28,18 @@ std::filesystem::path existing_file(const std::filesystem::path& file, std::stri
   return file;
 }
 
-// The first `count` rows of `a` as floats, every one finite; `what` names a row's elements in
-// messages ("feature", "target").
-std::vector<float> read_finite(const io::ArraySource& a, std::int64_t count,
-                               std::string_view what) {
+// The first `count` rows of `a` into `values` as floats, every one finite; `what` names a row's
+// elements in messages ("feature", "target"). Read in pieces of about 16 MiB: the file's pages a piece maps
+// (io/npy.hpp) and the conversion buffer HDF5 needs for it stay that small beside the result.
+void read_finite(const io::ArraySource& a, std::int64_t count, std::string_view what,
+                 std::span<float> values) {
   const std::int64_t width = a.row_elements();
-  std::vector<float> values(static_cast<std::size_t>(count * width));
-  a.read_rows(0, count, values);
+  const std::int64_t piece = std::max<std::int64_t>(1, (std::int64_t{16} << 20) / (4 * width));
+  for (std::int64_t row = 0; row < count; row += piece) {
+    const std::int64_t rows = std::min(piece, count - row);
+    a.read_rows(row, rows, values.subspan(static_cast<std::size_t>(row * width),
+                                          static_cast<std::size_t>(rows * width)));
+  }
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
       const auto w = static_cast<std::size_t>(width);
@@ -41,7 +47,6 @@ std::vector<float> read_finite(const io::ArraySource& a, std::int64_t count,
                                       what, " ", i % w, " (", what, "s must be finite)"));
     }
   }
-  return values;
 }
 
 // The first `count` labels of `y`, each in [0, int32's largest) (one past it counts the classes).
@@ -84,10 +89,13 @@ Dataset load_array_split(const io::ArraySource& x, const io::ArraySource& y, std
   d.count = apply_limit(d.name, x.rows(), limit);
   d.features = x.row_elements();
   d.float_features = true;
-  d.values = read_finite(x, d.count, "feature");
+  d.values = Tensor({d.count, d.features}, Target::Cpu);
+  read_finite(x, d.count, "feature",
+              std::span(d.values.data(), static_cast<std::size_t>(d.values.numel())));
   if (regression) {
     d.target_width = y.row_elements();
-    d.targets = read_finite(y, d.count, "target");
+    d.targets.resize(static_cast<std::size_t>(d.count * d.target_width));
+    read_finite(y, d.count, "target", d.targets);
     return d;
   }
   d.labels = read_labels(y, d.count);

@@ -49,20 +49,25 @@ void make_truth_resident(const Dataset& data, Target target, ResidentData& out) 
 // Everything of `data` on `target` but the pixels, once the sizes and labels are checked; float
 // features are uploaded here (they have no pixels to keep in place).
 ResidentData resident_without_pixels(const Dataset& data, Target target) {
-  const std::size_t features =
-      data.float_features ? data.values.size() + data.pixels.size() : data.pixels.size();
-  NOEIRA_CHECK(static_cast<std::int64_t>(features) == data.count * data.features &&
-                   (data.float_features || data.values.empty()),
-               data.name, ": ", data.pixels.size(), " pixels and ", data.values.size(),
-               " float features for ", data.count, " samples of ", data.features, " features");
+  const std::int64_t values = data.values.defined() ? data.values.numel() : 0;
+  const auto pixels = static_cast<std::int64_t>(data.pixels.size());
+  NOEIRA_CHECK((data.float_features ? values + pixels : pixels) == data.count * data.features &&
+                   (data.float_features || values == 0) &&
+                   (values == 0 || data.values.target() == Target::Cpu),
+               data.name, ": ", pixels, " pixels and ", values, " float features for ",
+               data.count, " samples of ", data.features, " features");
   ResidentData out;
   out.name = data.name;
   out.count = data.count;
   out.features = data.features;
   out.num_classes = data.num_classes;
   out.image = data.image;
-  if (data.float_features) {
-    out.values = Tensor::from_host({data.count, data.features}, data.values, target);
+  if (data.float_features && target == Target::Cpu) {
+    out.values = data.values;  // shared: a gather only reads it
+  } else if (data.float_features) {
+    out.values = Tensor::from_host(
+        {data.count, data.features},
+        std::span<const float>(data.values.data(), static_cast<std::size_t>(values)), target);
   } else {
     out.normalization = pixel_normalization(data);
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/names.hpp"
+#include "core/tensor.hpp"
 #include "kernels/kernel_table.hpp"
 #include "nn/image_shape.hpp"
 
@@ -68,9 +69,10 @@ struct Dataset {
   // mean.size() planes of features / mean.size() bytes, channel c normalized with mean[c], std[c].
   std::vector<float> mean, std;
   std::vector<std::uint8_t> pixels;   // [count, features], as the files store them
-  // [count, features] float features, fed to the model as they are: a data set holds these
-  // (float_features, pixels empty, no statistics) or pixels, never both.
-  std::vector<float> values;
+  // [count, features] F32 on the CPU: float features, fed to the model as they are. A data set
+  // holds these (float_features, pixels empty, no statistics) or pixels, never both. A tensor,
+  // not a vector: on the CPU the resident data shares it, so a split is never held twice.
+  Tensor values;
   bool float_features = false;
   std::vector<std::int32_t> labels;   // [count], in 0..num_classes-1
   // Regression: [count, target_width] float targets, which the model's outputs predict, instead of
