@@ -17,10 +17,7 @@ class NpySource final : public ArraySource {
   explicit NpySource(NpyArray array)
       : ArraySource(array.path().string(), array.header().shape), array_(std::move(array)) {}
 
-  bool holds_floats() const override {
-    const NpyType t = array_.header().type;
-    return t == NpyType::F32 || t == NpyType::F64 || t == NpyType::F16;
-  }
+  bool holds_floats() const override { return array_.header().holds_floats(); }
   void read_rows(std::int64_t begin, std::int64_t count, std::span<float> out) const override {
     array_.read_rows(begin, count, out);
   }

@@ -379,7 +379,7 @@ void NpyArray::read_rows(std::int64_t begin, std::int64_t count, std::span<float
 void NpyArray::read_rows(std::int64_t begin, std::int64_t count,
                          std::span<std::int64_t> out) const {
   const NpyType t = header_.type;
-  if (t == NpyType::F32 || t == NpyType::F64 || t == NpyType::F16) {
+  if (header_.holds_floats()) {
     fail(path_, detail::concat("holds ", npy_type_name(t), ", expected integers (labels or ids)"));
   }
   if (t == NpyType::U64) {

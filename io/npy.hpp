@@ -34,6 +34,10 @@ struct NpyHeader {
   // Rows are the first dimension; a 0-d array is one row.
   std::int64_t rows() const { return shape.empty() ? 1 : shape.front(); }
   std::int64_t row_elements() const;
+  // float32, float64 or float16: values, not labels or ids.
+  bool holds_floats() const {
+    return type == NpyType::F32 || type == NpyType::F64 || type == NpyType::F16;
+  }
 };
 
 // The header of `path`, checked against the file's size; InputError naming the file otherwise.

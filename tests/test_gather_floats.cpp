@@ -27,7 +27,6 @@ Dataset floats(std::int64_t count) {
   d.count = count;
   d.features = kFeatures;
   d.num_classes = 3;
-  d.float_features = true;
   std::vector<float> values;
   for (std::int64_t i = 0; i < count; ++i) {
     d.labels.push_back(static_cast<std::int32_t>(i % 3));

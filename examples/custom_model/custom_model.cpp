@@ -52,7 +52,6 @@ noeira::Dataset clusters(const char* name, std::int64_t count, std::uint64_t see
   d.count = count;
   d.features = kFeatures;
   d.num_classes = kClasses;
-  d.float_features = true;
   std::vector<float> values;
   for (std::int64_t i = 0; i < count; ++i) {
     const int label = static_cast<int>(i % kClasses);

@@ -29,8 +29,9 @@ std::filesystem::path existing_file(const std::filesystem::path& file, std::stri
 }
 
 // The first `count` rows of `a` into `values` as floats, every one finite; `what` names a row's
-// elements in messages ("feature", "target"). Read in pieces of about 16 MiB: the file's pages a piece maps
-// (io/npy.hpp) and the conversion buffer HDF5 needs for it stay that small beside the result.
+// elements in messages ("feature", "target"). Read in pieces of about 16 MiB: the file's pages a
+// piece maps (io/npy.hpp) and the conversion buffer HDF5 needs for it stay that small beside the
+// result.
 void read_finite(const io::ArraySource& a, std::int64_t count, std::string_view what,
                  std::span<float> values) {
   const std::int64_t width = a.row_elements();
@@ -88,7 +89,6 @@ Dataset load_array_split(const io::ArraySource& x, const io::ArraySource& y, std
   d.name = std::move(name);
   d.count = apply_limit(d.name, x.rows(), limit);
   d.features = x.row_elements();
-  d.float_features = true;
   d.values = Tensor({d.count, d.features}, Target::Cpu);
   read_finite(x, d.count, "feature",
               std::span(d.values.data(), static_cast<std::size_t>(d.values.numel())));

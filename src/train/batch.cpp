@@ -51,8 +51,7 @@ void make_truth_resident(const Dataset& data, Target target, ResidentData& out) 
 ResidentData resident_without_pixels(const Dataset& data, Target target) {
   const std::int64_t values = data.values.defined() ? data.values.numel() : 0;
   const auto pixels = static_cast<std::int64_t>(data.pixels.size());
-  NOEIRA_CHECK((data.float_features ? values + pixels : pixels) == data.count * data.features &&
-                   (data.float_features || values == 0) &&
+  NOEIRA_CHECK(values + pixels == data.count * data.features && (values == 0 || pixels == 0) &&
                    (values == 0 || data.values.target() == Target::Cpu),
                data.name, ": ", pixels, " pixels and ", values, " float features for ",
                data.count, " samples of ", data.features, " features");
@@ -62,9 +61,9 @@ ResidentData resident_without_pixels(const Dataset& data, Target target) {
   out.features = data.features;
   out.num_classes = data.num_classes;
   out.image = data.image;
-  if (data.float_features && target == Target::Cpu) {
+  if (data.float_features() && target == Target::Cpu) {
     out.values = data.values;  // shared: a gather only reads it
-  } else if (data.float_features) {
+  } else if (data.float_features()) {
     out.values = Tensor::from_host(
         {data.count, data.features},
         std::span<const float>(data.values.data(), static_cast<std::size_t>(values)), target);
@@ -133,7 +132,7 @@ void gather_float_rows(Batch& out, const ResidentData& data, const Tensor& order
 
 ResidentData make_resident(const Dataset& data, Target target) {
   ResidentData out = resident_without_pixels(data, target);
-  if (data.float_features) return out;
+  if (data.float_features()) return out;
   auto storage = std::make_shared<Storage>(target, data.pixels.size());
   if (!data.pixels.empty()) {
     kernels_for(target).upload(nullptr, storage->data(), data.pixels.data(), data.pixels.size());
@@ -144,7 +143,7 @@ ResidentData make_resident(const Dataset& data, Target target) {
 }
 
 ResidentData make_resident(Dataset&& data, Target target) {
-  if (target != Target::Cpu || data.float_features) {
+  if (target != Target::Cpu || data.float_features()) {
     return make_resident(std::as_const(data), target);
   }
   ResidentData out = resident_without_pixels(data, target);

@@ -70,15 +70,16 @@ struct Dataset {
   std::vector<float> mean, std;
   std::vector<std::uint8_t> pixels;   // [count, features], as the files store them
   // [count, features] F32 on the CPU: float features, fed to the model as they are. A data set
-  // holds these (float_features, pixels empty, no statistics) or pixels, never both. A tensor,
-  // not a vector: on the CPU the resident data shares it, so a split is never held twice.
+  // holds these (pixels empty, no statistics) or pixels, never both. A tensor, not a vector: on
+  // the CPU the resident data shares it, so a split is never held twice.
   Tensor values;
-  bool float_features = false;
   std::vector<std::int32_t> labels;   // [count], in 0..num_classes-1
   // Regression: [count, target_width] float targets, which the model's outputs predict, instead of
   // labels (labels empty, num_classes 0). target_width 0: classification.
   std::vector<float> targets;
   std::int64_t target_width = 0;
+
+  bool float_features() const { return values.defined(); }
 };
 
 // What gather_pixels needs to normalize `data`'s bytes (kernel_table.hpp): scale and shift per

@@ -54,7 +54,7 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     if (data.target_width == 0) data.num_classes = static_cast<int>(model_outputs);
     const Dataset& loaded = data;
     run.fingerprint = hash_words(std::span(loaded.pixels), run.fingerprint);
-    if (loaded.float_features) {
+    if (loaded.float_features()) {
       run.fingerprint = hash_words(
           std::span(loaded.values.data(), static_cast<std::size_t>(loaded.values.numel())),
           run.fingerprint);
