@@ -7,7 +7,7 @@
 # install of this tree.
 include(CMakePackageConfigHelpers)
 
-set(noeira_layers noeira_kernels noeira_nn noeira_distributed noeira_io noeira_train)
+set(noeira_layers noeira_kernels noeira_nn noeira_distributed noeira_io noeira_train noeira_cli)
 foreach(layer ${noeira_layers})
   string(REPLACE "noeira_" "" layer_name ${layer})
   set_target_properties(${layer} PROPERTIES EXPORT_NAME ${layer_name})  # noeira::nn, ...
@@ -19,6 +19,11 @@ endforeach()
 add_library(noeira_library INTERFACE)
 target_link_libraries(noeira_library INTERFACE ${noeira_layers})
 target_compile_features(noeira_library INTERFACE cxx_std_20)
+# <noeira/noeira.hpp>, the one header a program includes: include/ in the tree, the install's
+# include directory once installed (beside include/noeira, the layers' root).
+target_include_directories(noeira_library INTERFACE
+                           $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+                           $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 set_target_properties(noeira_library PROPERTIES EXPORT_NAME noeira)
 add_library(noeira::noeira ALIAS noeira_library)
 
@@ -32,11 +37,13 @@ if(TARGET noeira_cuda)
   install(TARGETS noeira_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 
-# Headers only: the command line (src/cli) is the binary's, not the library's.
 foreach(layer_dir core nn optim loss train)
   install(DIRECTORY src/${layer_dir} DESTINATION ${noeira_install_include}
           FILES_MATCHING PATTERN "*.hpp")
 endforeach()
+# Of the command line, its entry point alone: the rest is CLI11's, private to libnoeira_cli.
+install(FILES src/cli/command_line.hpp DESTINATION ${noeira_install_include}/cli)
+install(FILES include/noeira/noeira.hpp DESTINATION ${noeira_install_include})
 # kernels/ holds .inc tables that its headers include, and .cuh headers for CUDA sources.
 install(DIRECTORY kernels distributed io DESTINATION ${noeira_install_include}
         FILES_MATCHING PATTERN "*.hpp" PATTERN "*.inc" PATTERN "*.cuh")

@@ -34,22 +34,5 @@ common="train --data npy --data-dir $work/data --model mlp --epochs 2 --batch 40
 "$h5diff" "$work/mpi/model.h5" "$work/sim/model.h5"
 echo "mpi and simulated parameters identical on npy arrays"
 "$noeira" $common --policy ddp --resume "$work/ckpt/step-00000004" --out "$work/one" </dev/null
-"$python" - "$work/mpi/model.h5" "$work/one/model.h5" <<'PY'
-import sys
-import h5py
-import numpy as np
-def tensors(path):
-    out = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: out.__setitem__(name, np.array(obj))
-                     if isinstance(obj, h5py.Dataset) else None)
-    return out
-two, one = tensors(sys.argv[1]), tensors(sys.argv[2])
-assert two.keys() == one.keys() and two, (two.keys(), one.keys())
-for name in two:
-    a, b = two[name].astype(np.float64), one[name].astype(np.float64)
-    limit = 1e-4 * np.abs(a).max() + 1e-6
-    worst = np.abs(a - b).max()
-    assert worst <= limit, f"{name}: {worst} past {limit}"
-print(f"resumed on one rank under ddp: {len(two)} tensors within the tolerance")
-PY
+"$python" "$(dirname "$0")/params_within_tolerance.py" "$work/mpi/model.h5" "$work/one/model.h5" \
+  "resumed on one rank under ddp"

@@ -12,5 +12,38 @@ if(TARGET noeira AND NOT NOEIRA_SANITIZE)
                    ${CMAKE_CURRENT_BINARY_DIR}/package_example)
   set_tests_properties(package_example PROPERTIES
                        LABELS package_example TIMEOUT 300 PROCESSORS 2
+                       FIXTURES_SETUP noeira_installed
                        ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
+endif()
+
+# examples/npy_classifier against the same install (package_example makes it: the fixture
+# noeira_installed): a program of its own model with noeira's whole command line, under mpiexec and on
+# simulated ranks, resumed on one rank (tests/example_npy_classifier.sh).
+find_program(NOEIRA_H5DIFF h5diff)
+if(TARGET noeira AND NOT NOEIRA_SANITIZE AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
+  add_test(NAME example_npy_classifier
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/example_npy_classifier.sh ${CMAKE_COMMAND}
+                   ${CMAKE_GENERATOR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER}
+                   ${CMAKE_CURRENT_BINARY_DIR}/package_example/prefix ${PROJECT_SOURCE_DIR}
+                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${NOEIRA_H5DIFF}
+                   ${CMAKE_CURRENT_BINARY_DIR}/example_npy_classifier)
+  set_tests_properties(example_npy_classifier PROPERTIES
+                       FIXTURES_REQUIRED noeira_installed LABELS package_example
+                       ENVIRONMENT "${noeira_mpiexec_env};OMP_WAIT_POLICY=PASSIVE"
+                       TIMEOUT 400 PROCESSORS 2 SKIP_RETURN_CODE 77)
+endif()
+
+# examples/in_situ_surrogate against the same install: an MPI simulation of three ranks that gives
+# two of them to noeira over a communicator of its own (tests/example_in_situ_surrogate.sh).
+if(TARGET noeira AND NOT NOEIRA_SANITIZE AND MPIEXEC_EXECUTABLE)
+  add_test(NAME example_in_situ_surrogate
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/example_in_situ_surrogate.sh ${CMAKE_COMMAND}
+                   ${CMAKE_GENERATOR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER}
+                   ${CMAKE_CURRENT_BINARY_DIR}/package_example/prefix ${PROJECT_SOURCE_DIR}
+                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG}
+                   ${CMAKE_CURRENT_BINARY_DIR}/example_in_situ_surrogate)
+  set_tests_properties(example_in_situ_surrogate PROPERTIES
+                       FIXTURES_REQUIRED noeira_installed LABELS package_example
+                       ENVIRONMENT "${noeira_mpiexec_env};OMP_NUM_THREADS=1;OMP_WAIT_POLICY=PASSIVE"
+                       TIMEOUT 400 PROCESSORS 2)
 endif()

@@ -322,7 +322,8 @@ TEST_F(H5HostileCheckpoint, EvalOfACheckpointNamingAnUnknownModelIsRefused) {
   }
   TrainConfig cfg;
   cfg.eval_checkpoint = ckpt_.string();
-  expect_refused([&] { SavedModel::open(cfg); }, {"label 'model'", "gpt-9000", "no model preset"});
+  expect_refused([&] { SavedModel::open(cfg); },
+                 {"label 'model'", "gpt-9000", "no model this program knows"});
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include "kernels/error.hpp"
 #include "train/augment.hpp"
 #include "train/dataset.hpp"
-#include "train/presets.hpp"
+#include "train/model_catalogue.hpp"
 #include "train/run.hpp"
 #include "train/name_map.hpp"
 #include "train/tokenizer.hpp"
@@ -44,13 +44,14 @@ constexpr double kMaxWeightDecay = 1e3;
 constexpr double kMinWatchdogSeconds = 0.001;
 constexpr double kMaxWatchdogSeconds = 1e6;
 
-std::string preset_list() {
+// The models --model may name: the program's catalogue (the presets, for noeira itself).
+std::string model_list() {
   std::string s;
-  for (const PresetInfo& p : kPresets) {
+  for (const ModelEntry& m : model_catalogue().entries()) {
     s += "\n    ";
-    s += p.name;
+    s += m.name;
     s += ": ";
-    s += p.description;
+    s += m.description;
   }
   return s;
 }
@@ -219,14 +220,19 @@ void adapt_defaults(Command& c, const std::set<std::string>& user_set) {
 void add_train_command(CLI::App& app, Command& c) {
   c.app = app.add_subcommand(
       "train",
-      "Train a model preset on a data set. With --data text the defaults are nanoGPT's CPU run "
+      "Train a model on a data set. With --data text the defaults are nanoGPT's CPU run "
       "of a character model: gpt-char, adamw lr 1e-3 to 1e-4 (warmup 100, cosine), beta2 0.99, "
       "weight decay 0.1, clipping 1.0, batch 12, 2000 steps");
   CLI::App& a = *c.app;
   TrainConfig& t = c.config;
   a.option_defaults()->always_capture_default();
+  // The catalogue's first model is the default: mlp for noeira, a program's own model for it.
+  t.model = model_catalogue().entries().front().name;
   a.add_option("--model", t.model,
-               "Model preset (with --data text the default is gpt-char):" + preset_list());
+               std::string(model_catalogue().find_if("gpt-char") != nullptr
+                               ? "Model (with --data text the default is gpt-char):"
+                               : "Model:") +
+                   model_list());
   add_common_options(c);
   a.add_option("--steps", t.steps, "text: optimizer steps of the run")
       ->check(whole_in(1, kMaxSteps));
@@ -393,20 +399,35 @@ void finish_config(Command& c) {
     if (opt == nullptr || opt->count() > 0 || (flag == "--model" && c.app->get_name() == "eval")) {
       return;
     }
+    // A program without the text preset keeps its own model for text.
+    if (flag == "--model" && model_catalogue().find_if(value) == nullptr) return;
     opt->add_result(value);
     opt->run_callback();
   };
-  // The data set's model first (a text run's gpt-char), so that its other defaults give way to
+  // A model's own data set first (a program whose data is always --data npy): the data set's
+  // defaults follow from it.
+  // Eval's model is the one its file names: a program of one model knows it already.
+  const ModelCatalogue& models = model_catalogue();
+  const ModelEntry* given = models.find_if(c.config.model);
+  if (given == nullptr && c.config.model.empty() && models.entries().size() == 1) {
+    given = &models.entries().front();
+  }
+  if (given != nullptr) {
+    for (const FlagValue& d : given->defaults) {
+      if (d.flag == "--data") default_to(d.flag, d.value);
+    }
+  }
+  // The data set's model next (a text run's gpt-char), so that its other defaults give way to
   // the ones the preset names (a recurrent LM's learning rate).
   const auto& data_defaults = data_set_defaults(c.config);
   for (const auto& [flag, value] : data_defaults) {
     if (flag == "--model") default_to(flag, value);
   }
-  const PresetInfo* preset = find_preset(c.config.model);
+  const ModelEntry* preset = model_catalogue().find_if(c.config.model);
   auto preset_sets = [&](const std::string& flag) {
     if (preset == nullptr) return false;
     return std::ranges::any_of(preset->defaults,
-                               [&](const FlagDefault& d) { return d.flag == flag; });
+                               [&](const FlagValue& d) { return d.flag == flag; });
   };
   for (const auto& [flag, value] : data_defaults) {
     if (flag != "--model" && !preset_sets(flag)) default_to(flag, value);
@@ -425,9 +446,9 @@ void finish_config(Command& c) {
   if (preset != nullptr) {
     // An image preset's augmentation is for images: a user's arrays train without it.
     const bool pixels = is_text(c.config) || holds_pixels(parse_dataset_kind(c.config.data));
-    for (const FlagDefault& d : preset->defaults) {
+    for (const FlagValue& d : preset->defaults) {
       if (!pixels && d.flag == "--augment") continue;
-      default_to(std::string(d.flag), std::string(d.value));
+      default_to(d.flag, d.value);
     }
   }
   adapt_defaults(c, user_set);

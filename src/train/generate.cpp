@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "kernels/error.hpp"
-#include "train/presets.hpp"
+#include "train/model_catalogue.hpp"
 #include "train/run.hpp"
 #include "train/run_data.hpp"
 #include "train/saved_model.hpp"
@@ -75,25 +75,11 @@ std::string run_generate(const GenerateConfig& g) {
   const std::vector<std::int32_t> prompt = tokenizer.encode(g.prompt);
   if (prompt.empty()) throw InputError("--prompt is empty: give at least one character");
   cfg.model = saved.model();
-  return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) -> std::string {
-    if constexpr (!LanguageModel<M>) {
-      throw InputError(detail::concat("model '", cfg.model, "' is not a language model"));
-    } else {
-      // A stored vocabulary of more ids than the model has logits is not this model's.
-      if (tokenizer.vocab_size() > M::vocab) {
-        throw InputError(detail::concat(saved.source(), ": its vocabulary has ",
-                                        tokenizer.vocab_size(), " ids, more than model '",
-                                        cfg.model, "' has rows (", M::vocab, ")"));
-      }
-      Context ctx = Context::for_target(target);
-      ctx.mode = Mode::Eval;
-      M model(model_init<M>(cfg, target));
-      saved.load_into(model);
-      const std::vector<std::int32_t> ids = generate_ids(
-          model, ctx, prompt, g.tokens, tokenizer.vocab_size(), g.temperature, g.top_k, g.seed);
-      return g.prompt + tokenizer.decode(ids);
-    }
-  });
+  const ModelEntry& entry = model_catalogue().find(cfg.model);
+  if (entry.generate == nullptr) {
+    throw InputError(detail::concat("model '", cfg.model, "' is not a language model"));
+  }
+  return entry.generate(g, cfg, target, saved, tokenizer, prompt);
 }
 
 }  // namespace noeira

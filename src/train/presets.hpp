@@ -1,7 +1,7 @@
 #pragma once
-// Model presets: a name chosen at run time, a network type fixed at compile time. with_preset()
-// is the one place a name becomes a type: it calls its function with std::type_identity<M> for the
-// preset's model type M, so the trainer is instantiated once per preset.
+// Model presets: a name chosen at run time, a network type fixed at compile time. The preset
+// catalogue (train/preset_entries_*.cpp) is the one place a name becomes a type: an entry per
+// preset, compiled for its type (train/model_entry.hpp), as a user's own model is.
 #include <concepts>
 #include <cstdint>
 #include <span>
@@ -149,30 +149,6 @@ constexpr const PresetInfo* find_preset(std::string_view name) {
     if (p.name == name) return &p;
   }
   return nullptr;
-}
-
-// Calls f(std::type_identity<M>{}) for the preset's type; an unknown name is an InputError listing
-// the presets.
-template <class F>
-decltype(auto) with_preset(std::string_view name, F&& f) {
-  if (name == "mlp") return f(std::type_identity<presets::Mlp>{});
-  if (name == "linear") return f(std::type_identity<presets::Linear784>{});
-  if (name == "mlp-cifar") return f(std::type_identity<presets::MlpCifar>{});
-  if (name == "cnn") return f(std::type_identity<presets::Cnn>{});
-  if (name == "resnet20") return f(std::type_identity<presets::ResNet20>{});
-  if (name == "resnet20-cifar") return f(std::type_identity<presets::ResNet20Cifar>{});
-  if (name == "resnet18") return f(std::type_identity<presets::ResNet18Cifar>{});
-  if (name == "vit-tiny") return f(std::type_identity<presets::VitTiny>{});
-  if (name == "gpt-tiny") return f(std::type_identity<presets::GptTiny>{});
-  if (name == "gpt-char") return f(std::type_identity<presets::GptChar>{});
-  if (name == "gpt-small") return f(std::type_identity<presets::GptSmall>{});
-  if (name == "gpt2-124m") return f(std::type_identity<presets::Gpt2>{});
-  if (name == "lstm-tiny") return f(std::type_identity<presets::LstmTiny>{});
-  if (name == "lstm-char") return f(std::type_identity<presets::LstmChar>{});
-  if (name == "gru-char") return f(std::type_identity<presets::GruChar>{});
-  std::string known;
-  for (const PresetInfo& p : kPresets) known += (known.empty() ? "" : ", ") + std::string(p.name);
-  throw_unknown_name("model", name, known);
 }
 
 }  // namespace noeira

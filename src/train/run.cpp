@@ -13,30 +13,23 @@
 #include <optional>
 #include <vector>
 
-#include "core/bf16_activation.hpp"
 #include "core/hash.hpp"
 #include "distributed/mpi_check.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/nccl_process_group.hpp"
 #include "distributed/rank_agreement.hpp"
-#include "distributed/rank_stream.hpp"
 #include "distributed/sim_process_group.hpp"
 #include "io/checkpoint_reader.hpp"
-#include "io/params_file.hpp"
-#include "core/scratch_arena.hpp"
 #include "kernels/cpu/blas_core.hpp"
 #include "kernels/cpu/gemm.hpp"
-#include "train/model_description.hpp"
-#include "train/presets.hpp"
+#include "train/model_catalogue.hpp"
+#include "train/run_launch.hpp"
 #include "train/run_data.hpp"
 #include "train/run_files.hpp"
 #include "train/saved_model.hpp"
 #include "train/tokenizer.hpp"
-#include "train/weights_file.hpp"
 
 namespace noeira {
-
-namespace {
 
 dist::PolicyOptions policy_options(const TrainConfig& cfg) {
   dist::PolicyOptions o;
@@ -50,6 +43,8 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
   return o;
 }
 
+namespace {
+
 // A note for the header when the process runs more threads than the CPUs it may run on, which
 // is how `mpirun -np 1 noeira train --threads 2` starts: Open MPI binds a rank to one core unless
 // told otherwise, and then both threads share it at half the speed.
@@ -59,6 +54,41 @@ std::string oversubscription(int process_threads) {
   return detail::concat(" (but this process may run on ", cpus, " CPU", cpus == 1 ? "" : "s",
                         ": its threads share cores; under mpirun, --bind-to none or "
                         "--map-by slot:PE=<threads> gives each rank its cores)");
+}
+
+// The rank layout of a run, for its header.
+struct RankLayout {
+  int ranks = 1;
+  std::string_view backend;  // "mpi", "nccl", "simulated", "single process"
+  std::string nodes;         // the group's (ProcessGroup::nodes()), empty on one
+  int threads = 1;           // per rank
+  bool mpi = false;
+  Target target = Target::Cpu;
+};
+
+// The header's three lines: model and data; ranks, device, policy and threads; optimizer,
+// schedule, batch, length, seed and output.
+void print_run_header(Progress& progress, const TrainConfig& cfg, const LoadedRun& run,
+                      const RankLayout& r, const std::string& out_dir) {
+  const bool cpu = r.target == Target::Cpu;
+  progress.note(detail::concat("noeira train: model ", cfg.model, " (", run.parameters,
+                               " parameters), ", run.described));
+  progress.note(detail::concat(
+      "  ", r.ranks, " rank", r.ranks == 1 ? "" : "s", " (", r.backend, r.nodes.empty() ? "" : ", ",
+      r.nodes, "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
+      cfg.precision == "bf16" ? " (bf16 products)" : "", ", policy ", cfg.policy,
+      cfg.grad_dtype == "bf16"     ? " (bf16 gradients and reductions)"
+      : cfg.reduce_dtype == "bf16" ? " (bf16 reductions)"
+                                   : "",
+      ", threads per rank ", r.threads,
+      // MPI: a process per rank; else every rank in this one
+      oversubscription(r.mpi ? r.threads : r.ranks * r.threads), cpu ? ", products " : "",
+      cpu ? cpu::products_library() : "", cpu ? ", OpenBLAS kernels " : "",
+      cpu ? cpu::blas_core() : std::string()));
+  progress.note(detail::concat(
+      "  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (", cfg.schedule, "), batch ", cfg.batch,
+      is_text(cfg) ? ", steps " : ", epochs ", is_text(cfg) ? cfg.steps : cfg.epochs, ", seed ",
+      cfg.seed, ", output ", out_dir));
 }
 
 // What rank 0 holds for the life of a run: the checkpoint directory's lock (none without
@@ -100,82 +130,6 @@ std::unique_ptr<RunClaim> claim_run(const TrainConfig& cfg, Progress& progress) 
   return claim;
 }
 
-// One rank's whole run: build the model, hand its parameters to the sharding policy, make the
-// replicas identical, train, and (rank 0) save the final parameters. `files` and `progress` are
-// rank 0's (null elsewhere).
-template <Module M, class Run>
-TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const Run& run,
-                        Progress* progress, RunFiles* files) {
-  // The group's buffers decide where this rank computes (the NCCL group and a simulated world on
-  // the GPU: cuda), and the group decides on which stream.
-  const dist::RankStream stream(group, group.buffer_target());
-  Context ctx = Context::for_target(group.buffer_target(), stream.get(),
-                                    parse_precision(cfg.precision));
-  ctx.seed = cfg.seed;
-  // Under --precision bf16 the activations that only products read are held as bfloat16 bits:
-  // the same numbers in half the bytes (core/bf16_activation.hpp), unless --fp32-activations.
-  ctx.bf16_activations = !cfg.fp32_activations;
-  // This rank's blocks share one block's buffers (a simulated rank is a thread of its own).
-  ScratchArena scratch;
-  if (cfg.checkpoint_activations) ctx.scratch = &scratch;
-  M model(model_init<M>(cfg, ctx.target));
-  // Weights to start from replace the initializer's before the policy takes the parameters.
-  if (!cfg.init_from.empty()) {
-    load_weights_file(cfg.init_from, cfg.model, cfg.names, dist::walk_units(model),
-                      non_finite_policy(cfg));
-  }
-  dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group, ctx,
-                              policy_options(cfg));
-  // Identical seeds are not enough for identical replicas: rank 0's values win.
-  policy.broadcast_initial_parameters();
-
-  // Ranks other than 0 report nothing: their progress goes nowhere.
-  std::ostream null_stream(nullptr);
-  Progress quiet(null_stream, null_stream, cfg.log_format, false);
-  const std::filesystem::path resume = cfg.resume.empty() ? std::filesystem::path() : resume_path(cfg);
-  auto task = [&] {
-    if constexpr (LanguageModel<M>) {
-      return run.task(cfg, M::block);
-    } else {
-      return run.task(cfg);
-    }
-  }();
-  const TrainSummary summary =
-      train(model, ctx, cfg, task, progress != nullptr ? *progress : quiet,
-            files != nullptr && files->metrics ? &*files->metrics : nullptr, policy, resume);
-  if (summary.stop_signal != 0) return summary;  // to be resumed: no final parameters yet
-
-  // Collective under ZeRO-3 (it gathers); rank 0 writes the file.
-  const std::vector<float> values = policy.full_parameters();
-  if (files != nullptr) {
-    const std::filesystem::path params_file = files->out / "model.h5";
-    auto save = [&] {
-      const dist::WalkUnits walk = dist::walk_units(model);
-      io::save_params(params_file, cfg.model, signature_of(walk), values,
-                      saved_attributes(cfg, sizes_of<M>(static_cast<std::int64_t>(values.size()))),
-                      non_finite_policy(cfg), buffer_signature(walk), buffer_values(walk));
-    };
-    if (!summary.save_failure.empty()) {
-      // A checkpoint failed: what can still be written is, and the failure says what it was.
-      TrainSummary failed = summary;
-      try {
-        save();
-        failed.save_failure += detail::concat("; the parameters of step ", summary.steps,
-                                              " are in ", params_file.string());
-      } catch (const std::exception& e) {
-        failed.save_failure += detail::concat("; model.h5 not written either: ", e.what());
-      }
-      return failed;
-    }
-    save();
-    if (progress != nullptr) {
-      progress->note(detail::concat("saved ", params_file.string(), "; metrics in ",
-                                    files->metrics->path().string()));
-    }
-  }
-  return summary;
-}
-
 }  // namespace
 
 // The device a run asks for, checked before any data is loaded; TF32 set as asked.
@@ -197,9 +151,9 @@ namespace {
 
 // Under MPI with --device cuda: this rank's GPU (node-local rank modulo the visible devices), made
 // current before anything is uploaded, so the data and the NCCL group share it. Collective.
-void select_rank_device([[maybe_unused]] Target target) {
+void select_rank_device([[maybe_unused]] Target target, [[maybe_unused]] MPI_Comm comm) {
 #ifdef NOEIRA_HAVE_CUDA
-  if (target == Target::Cuda) (void)dist::select_local_device(MPI_COMM_WORLD);
+  if (target == Target::Cuda) (void)dist::select_local_device(comm);
 #endif
 }
 
@@ -224,56 +178,23 @@ std::vector<dist::Setting> rank_settings(const TrainConfig& cfg) {
 
 
 std::unique_ptr<dist::ProcessGroup> make_rank_group(Target target,
-                                                    const dist::ProcessGroupOptions& options) {
-  if (target == Target::Cpu) return dist::make_mpi_process_group(options);
+                                                    const dist::ProcessGroupOptions& options,
+                                                    MPI_Comm comm) {
+  if (target == Target::Cpu) return dist::make_mpi_process_group(options, comm);
 #ifdef NOEIRA_HAVE_CUDA
   // The compute stream is the legacy default stream, which every Context here uses.
-  return dist::make_nccl_process_group(options, /*compute_stream=*/nullptr, MPI_COMM_WORLD);
+  return dist::make_nccl_process_group(options, /*compute_stream=*/nullptr, comm);
 #else
   throw InputError("--device cuda: this noeira was built without CUDA");
 #endif
-}
-
-// What the preset alone can refuse of the options, and weights to start from that do not fit it:
-// before the (slow) data load.
-template <Module M>
-void check_preset_options(const TrainConfig& cfg) {
-  check_preset_suits_data<M>(cfg);
-  if (cfg.batchnorm == "local" || cfg.checkpoint_activations || cfg.fp32_activations) {
-    M probe(model_init<M>(cfg, Target::Cpu));
-    if (cfg.batchnorm == "local" && dist::walk_units(probe).buffers.empty()) {
-      throw InputError(detail::concat("--batchnorm local: model '", cfg.model,
-                                      "' has no batch normalization"));
-    }
-    if (cfg.checkpoint_activations && checkpoint_sites(probe) == 0) {
-      throw InputError(detail::concat("--checkpoint-activations: model '", cfg.model,
-                                      "' has no blocks to checkpoint (the gpt, vit and resnet "
-                                      "models have)"));
-    }
-    if (cfg.fp32_activations && bf16_activation_sites(probe) == 0) {
-      throw InputError(detail::concat("--fp32-activations: model '", cfg.model,
-                                      "' holds no activation in bf16 (the gpt and vit models "
-                                      "do)"));
-    }
-  }
-  if (!cfg.init_from.empty()) {
-    // A file that does not fit the model fails now, not after the (slow) data load; a
-    // safetensors file's table of contents before the model is even built (a few bytes naming
-    // gpt2-124m must not cost its memory first).
-    if (io::is_safetensors_path(cfg.init_from)) {
-      check_weights_before_building(io::SafetensorsFile::open(cfg.init_from), cfg.model,
-                                    cfg.names);
-    }
-    M probe(model_init<M>(cfg, Target::Cpu));
-    load_weights_file(cfg.init_from, cfg.model, cfg.names, dist::walk_units(probe),
-                      non_finite_policy(cfg));
-  }
 }
 
 // The vocabulary of the language model --init-from names, against this run's: the same token
 // ids for other tokens would give every embedding row another meaning without a word. Refused
 // unless --new-vocabulary says that is meant; a file that stores none (PyTorch's) cannot be
 // checked.
+}  // namespace
+
 void check_init_vocabulary(const TrainConfig& cfg) {
   TrainConfig source = cfg;
   source.params = cfg.init_from;
@@ -289,8 +210,6 @@ void check_init_vocabulary(const TrainConfig& cfg) {
       "): its embedding rows would stand for other tokens; pass --new-vocabulary to fine-tune "
       "on this text anyway"));
 }
-
-}  // namespace
 
 int run_world(const TrainConfig& cfg) {
   if (!dist::MpiRuntime::launched_by_mpi()) return std::max(1, cfg.sim_ranks);
@@ -312,7 +231,7 @@ Target check_train_config(const TrainConfig& cfg) {
   validate(cfg);
   if (!is_text(cfg)) (void)parse_dataset_kind(cfg.data);
   // Resolve every name before the (slow) data load, so a typo fails at once.
-  with_preset(cfg.model, []<class M>(std::type_identity<M>) {});
+  (void)model_catalogue().find(cfg.model);
   (void)optimizer_config(cfg);
   (void)parse_schedule_kind(cfg.schedule);
   (void)dist::parse_policy(cfg.policy);
@@ -337,140 +256,153 @@ Target check_train_config(const TrainConfig& cfg) {
   return target;
 }
 
-TrainOutcome run_train(const TrainConfig& given) {
+namespace {
+
+// A run over `comm` (MPI_COMM_NULL: this process's simulated ranks, or one).
+TrainOutcome train_over(const TrainConfig& given, MPI_Comm comm) {
   TrainConfig cfg = given;
   const Target target = check_train_config(cfg);
-  const bool mpi = dist::MpiRuntime::launched_by_mpi();
+  const bool mpi = comm != MPI_COMM_NULL;
   // Before anything that depends on the settings, collectives above all: ranks started with
   // other options would post collectives that do not match.
-  if (mpi) dist::check_ranks_agree(MPI_COMM_WORLD, rank_settings(cfg));
-  const int world = run_world(cfg);
+  if (mpi) dist::check_ranks_agree(comm, rank_settings(cfg));
+  int world = std::max(1, cfg.sim_ranks);
+  if (mpi) NOEIRA_MPI_CHECK(MPI_Comm_size(comm, &world));
   check_batch_covers_ranks(cfg.batch, world, static_cast<int>(cfg.accum));
   if (!cfg.checkpoint_dir.empty()) install_stop_handlers();
   dist::ProcessGroupOptions group_options;
-  group_options.timeout = dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
+  group_options.timeout =
+      dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
+  const TrainLaunch launch{target, mpi, world, group_options, comm};
+  return model_catalogue().find(cfg.model).train(cfg, launch);
+}
 
-  return with_preset(cfg.model, [&]<class M>(std::type_identity<M>) {
-    // What only the preset and the data can refuse, checked and loaded alike on every rank: under
-    // MPI a refusal is said once (dist::agree_on_success), not once per rank.
-    auto load = [&] {
-      if constexpr (LanguageModel<M>) {
-        TextRun text = load_text_run(cfg, target, M::vocab);
-        cfg.vocabulary = text.tokenizer.to_text();
-        return text;
-      } else {
-        return load_image_run(cfg, target, M::in_dim, M::out_dim);
-      }
-    };
-    std::optional<decltype(load())> loaded;
-    auto prepare = [&] {
-      check_preset_options<M>(cfg);
-      loaded.emplace(load());
-      cfg.data_fingerprint = loaded->fingerprint;
-      if (LanguageModel<M> && !cfg.init_from.empty()) check_init_vocabulary(cfg);
-    };
-    if (mpi) {
-      select_rank_device(target);  // collective
-      dist::agree_on_success(MPI_COMM_WORLD, prepare);
-    } else {
-      prepare();
+// A communicator of the caller's, duplicated for the run: noeira's messages never match the
+// caller's own, and the duplicate is freed when the run ends, however it ends.
+class RunCommunicator {
+ public:
+  explicit RunCommunicator(MPI_Comm given) {
+    int initialized = 0, finalized = 0;
+    NOEIRA_MPI_CHECK(MPI_Initialized(&initialized));
+    NOEIRA_MPI_CHECK(MPI_Finalized(&finalized));
+    if (!initialized || finalized) {
+      throw InputError("run_train over a communicator: MPI is not initialized (the calling "
+                       "program initializes and finalizes it)");
     }
-    const auto& run = *loaded;
-
-    // The same options can still read other data: another file at the same path on another node.
-    if (mpi) {
-      const dist::Setting data{"the data", detail::concat("hash ", hex64(run.fingerprint), " of ",
-                                                         run.describe(cfg))};
-      dist::check_ranks_agree(MPI_COMM_WORLD, std::span(&data, 1));
+    if (given == MPI_COMM_NULL) {
+      throw InputError("run_train over a communicator: it is MPI_COMM_NULL (this process is in "
+                       "no group that trains)");
     }
+    NOEIRA_MPI_CHECK(MPI_Comm_dup(given, &comm_));
+  }
+  ~RunCommunicator() { MPI_Comm_free(&comm_); }
+  RunCommunicator(const RunCommunicator&) = delete;
+  RunCommunicator& operator=(const RunCommunicator&) = delete;
+  MPI_Comm get() const { return comm_; }
 
-    TrainOutcome outcome;
-    outcome.out_dir = cfg.out;  // the default one once rank 0 has created it
-    // mpirun hands ranks a pseudo-terminal even when its own output goes to a log file: no bar
-    // under MPI, so job logs stay plain lines.
-    Progress progress(std::cout, std::cerr, cfg.log_format, stdout_is_terminal() && !mpi);
-    outcome.parameters = [&] {
-      M probe(model_init<M>(cfg, Target::Cpu));
-      return parameter_count(probe);
-    }();
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
 
-    const int all_threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
-    // nodes: the group's (ProcessGroup::nodes()), empty on one.
-    auto header = [&](int world, std::string_view backend, const std::string& nodes,
-                      int threads) {
-      progress.note(detail::concat("noeira train: model ", cfg.model, " (", outcome.parameters,
-                                   " parameters), ", run.describe(cfg)));
-      progress.note(detail::concat("  ", world, " rank", world == 1 ? "" : "s", " (", backend,
-                                   nodes.empty() ? "" : ", ", nodes, "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
-                                   cfg.precision == "bf16" ? " (bf16 products)" : "",
-                                   ", policy ", cfg.policy,
-                                   cfg.grad_dtype == "bf16"     ? " (bf16 gradients and reductions)"
-                                   : cfg.reduce_dtype == "bf16" ? " (bf16 reductions)"
-                                                                : "",
-                                   ", threads per rank ", threads,
-                                   // MPI: a process per rank; else every rank in this one
-                                   oversubscription(mpi ? threads : world * threads),
-                                   target == Target::Cpu ? ", products " : "",
-                                   target == Target::Cpu ? cpu::products_library() : "",
-                                   target == Target::Cpu ? ", OpenBLAS kernels " : "",
-                                   target == Target::Cpu ? cpu::blas_core() : std::string()));
-      progress.note(detail::concat(
-          "  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (", cfg.schedule, "), batch ",
-          cfg.batch, is_text(cfg) ? ", steps " : ", epochs ", is_text(cfg) ? cfg.steps : cfg.epochs,
-          ", seed ", cfg.seed, ", output ", outcome.out_dir));
-    };
+}  // namespace
 
-    if (mpi) {
-      // One rank per process; main() owns MPI initialization (dist::MpiRuntime). --threads is
-      // per rank, as main() set it.
-      const std::unique_ptr<dist::ProcessGroup> group = make_rank_group(target, group_options);
-      // Rank 0 alone locks the checkpoint directory (io/checkpoint_lock.hpp says why) and owns
-      // the output directory; its refusal (another run's directory) ends every rank alike before
-      // any rank writes, said once.
-      std::unique_ptr<RunClaim> claim;
-      dist::agree_on_success(MPI_COMM_WORLD, [&] {
-        if (group->rank() == 0) claim = claim_run(cfg, progress);
-      });
-      if (group->rank() == 0) {
-        outcome.out_dir = claim->files.out.string();
-        header(group->size(), group->backend(), group->nodes(), omp_get_max_threads());
-      }
-      RunFiles* files = claim ? &claim->files : nullptr;
-      const TrainSummary summary =
-          train_rank<M>(cfg, *group, run, files ? &progress : nullptr, files);
-      // Every rank returns its summary: the stop signal and the checkpoint are valid on all,
-      // so every process of a stopped job exits "to be resumed".
-      outcome.summary = summary;
-      outcome.rank = group->rank();
-      return outcome;
+TrainOutcome run_train(const TrainConfig& config) {
+  return train_over(config, dist::MpiRuntime::launched_by_mpi() ? MPI_COMM_WORLD : MPI_COMM_NULL);
+}
+
+TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm) {
+  if (config.sim_ranks > 0) {
+    throw InputError(detail::concat("--sim-ranks ", config.sim_ranks,
+                                    " with a communicator: the ranks are the communicator's"));
+  }
+  const RunCommunicator run_comm(comm);
+  return train_over(config, run_comm.get());
+}
+
+void prepare_every_rank(const TrainLaunch& launch, const std::function<void()>& prepare) {
+  if (launch.mpi) {
+    select_rank_device(launch.target, launch.comm);  // collective
+    dist::agree_on_success(launch.comm, prepare);
+  } else {
+    prepare();
+  }
+}
+
+TrainOutcome run_ranks(const TrainConfig& cfg, const TrainLaunch& launch, const LoadedRun& run,
+                       const RankBody& body) {
+  const bool mpi = launch.mpi;
+  const int world = launch.world;
+  const Target target = launch.target;
+  // The same options can still read other data: another file at the same path on another node.
+  if (mpi) {
+    const dist::Setting data{"the data", detail::concat("hash ", hex64(run.fingerprint), " of ",
+                                                       run.described)};
+    dist::check_ranks_agree(launch.comm, std::span(&data, 1));
+  }
+
+  TrainOutcome outcome;
+  outcome.out_dir = cfg.out;  // the default one once rank 0 has created it
+  // mpirun hands ranks a pseudo-terminal even when its own output goes to a log file: no bar
+  // under MPI, so job logs stay plain lines.
+  Progress progress(std::cout, std::cerr, cfg.log_format, stdout_is_terminal() && !mpi);
+  outcome.parameters = run.parameters;
+
+  const int all_threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
+  auto header = [&](int ranks, std::string_view backend, const std::string& nodes, int threads) {
+    print_run_header(progress, cfg, run, {ranks, backend, nodes, threads, mpi, target},
+                     outcome.out_dir);
+  };
+
+  if (mpi) {
+    // One rank per process; main() owns MPI initialization (dist::MpiRuntime). --threads is
+    // per rank, as main() set it.
+    const std::unique_ptr<dist::ProcessGroup> group =
+        make_rank_group(target, launch.group_options, launch.comm);
+    // Rank 0 alone locks the checkpoint directory (io/checkpoint_lock.hpp says why) and owns
+    // the output directory; its refusal (another run's directory) ends every rank alike before
+    // any rank writes, said once.
+    std::unique_ptr<RunClaim> claim;
+    dist::agree_on_success(launch.comm, [&] {
+      if (group->rank() == 0) claim = claim_run(cfg, progress);
+    });
+    if (group->rank() == 0) {
+      outcome.out_dir = claim->files.out.string();
+      header(group->size(), group->backend(), group->nodes(), omp_get_max_threads());
     }
-
-    // N simulated ranks (threads) of this process, or one: the same policy code either way.
-    const int threads = std::max(1, all_threads / world);
-    const std::unique_ptr<RunClaim> claim = claim_run(cfg, progress);
-    RunFiles& files = claim->files;
-    outcome.out_dir = files.out.string();
-    header(world, cfg.sim_ranks > 0 ? "simulated" : "single process",
-           dist::simulated_nodes(world, cfg.sim_ranks_per_node).several_nodes(), threads);
-    // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
-    // its global count once here keeps the rank threads from resetting it against each other.
-    openblas_set_num_threads(threads);
-    // Rank 0 runs on this thread (dist::run_simulated), which sets its share of the cores: the
-    // thread's own count is put back after the run.
-    const int caller_threads = omp_get_max_threads();
-    dist::run_simulated(
-        world,
-        [&](dist::ProcessGroup& group) {
-          omp_set_num_threads(threads);  // per thread: each rank gets its share of the cores
-          const bool zero = group.rank() == 0;
-          const TrainSummary summary = train_rank<M>(cfg, group, run, zero ? &progress : nullptr,
-                                                     zero ? &files : nullptr);
-          if (zero) outcome.summary = summary;
-        },
-        group_options, target, cfg.sim_ranks_per_node);
-    omp_set_num_threads(caller_threads);
+    RunFiles* files = claim ? &claim->files : nullptr;
+    const TrainSummary summary = body(*group, files ? &progress : nullptr, files);
+    // Every rank returns its summary: the stop signal and the checkpoint are valid on all,
+    // so every process of a stopped job exits "to be resumed".
+    outcome.summary = summary;
+    outcome.rank = group->rank();
     return outcome;
-  });
+  }
+
+  // N simulated ranks (threads) of this process, or one: the same policy code either way.
+  const int threads = std::max(1, all_threads / world);
+  const std::unique_ptr<RunClaim> claim = claim_run(cfg, progress);
+  RunFiles& files = claim->files;
+  outcome.out_dir = files.out.string();
+  header(world, cfg.sim_ranks > 0 ? "simulated" : "single process",
+         dist::simulated_nodes(world, cfg.sim_ranks_per_node).several_nodes(), threads);
+  // The OpenMP build of OpenBLAS follows each calling thread's OpenMP thread count; setting
+  // its global count once here keeps the rank threads from resetting it against each other.
+  openblas_set_num_threads(threads);
+  // Rank 0 runs on this thread (dist::run_simulated), which sets its share of the cores: the
+  // thread's own count is put back after the run.
+  const int caller_threads = omp_get_max_threads();
+  dist::run_simulated(
+      world,
+      [&](dist::ProcessGroup& group) {
+        omp_set_num_threads(threads);  // per thread: each rank gets its share of the cores
+        const bool zero = group.rank() == 0;
+        const TrainSummary summary =
+            body(group, zero ? &progress : nullptr, zero ? &files : nullptr);
+        if (zero) outcome.summary = summary;
+      },
+      launch.group_options, target, cfg.sim_ranks_per_node);
+  omp_set_num_threads(caller_threads);
+  return outcome;
 }
 
 }  // namespace noeira

@@ -1,7 +1,10 @@
 #pragma once
-// The subcommands' bodies, behind plain functions: the preset name is resolved to a model type
-// here (with_preset), so the command line never sees a template.
+// The subcommands' bodies, behind plain functions: the model's name is resolved in the model
+// catalogue (train/model_catalogue.hpp) to the entry compiled for its type, so the command line
+// never sees a template.
 #include <cstdint>
+
+#include <mpi.h>
 
 #include "train/config.hpp"
 #include "train/trainer.hpp"
@@ -20,6 +23,14 @@ struct TrainOutcome {
 // one whose checkpoint failed (summary.save_failure) has written model.h5 where it could. Without
 // --out, the output directory is a new one (TrainOutcome::out_dir).
 TrainOutcome run_train(const TrainConfig& config);
+
+// The same run over the ranks of `comm`, a communicator of the calling program's (an MPI
+// simulation that gives noeira some of its ranks; docs/library.md). Every rank of comm calls it
+// together, with the same configuration. MPI must be initialized by the caller, who finalizes it:
+// noeira does neither. The run's collectives are on a duplicate of comm, freed at the end, and
+// touch no rank outside it; the caller must not wait on comm's ranks meanwhile. Not with
+// --sim-ranks. A refusal (one that every rank finds) is thrown on every rank alike.
+TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm);
 
 // What run_train checks first, before anything is loaded: every option against the others, the
 // names (preset, data set, optimizer, policy...), the device (run_target, returned) and the

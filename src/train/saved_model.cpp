@@ -2,6 +2,7 @@
 
 #include "kernels/error.hpp"
 #include "train/dataset.hpp"
+#include "train/model_catalogue.hpp"
 #include "train/presets.hpp"
 #include "train/tokenizer.hpp"
 
@@ -22,10 +23,11 @@ std::string shown(std::string_view v) {
 // noeira knows: `where` is "<file>: attribute" or "<dir>: label".
 void check_names(const std::string& where, const std::map<std::string, std::string>& said) {
   const auto model = said.find("model");
-  if (model != said.end() && !model->second.empty() && find_preset(model->second) == nullptr) {
+  if (model != said.end() && !model->second.empty() &&
+      model_catalogue().find_if(model->second) == nullptr) {
     throw InputError(detail::concat(where, " 'model' is '", shown(model->second),
-                                    "', which names no model preset (noeira train --help lists "
-                                    "them)"));
+                                    "', which names no model this program knows (",
+                                    model_catalogue().names(), ")"));
   }
   const auto data = said.find("data");
   if (data != said.end() && !data->second.empty() && data->second != "text") {

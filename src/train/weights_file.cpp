@@ -7,7 +7,8 @@
 #include "io/params_file.hpp"
 #include "kernels/error.hpp"
 #include "train/model_buffers.hpp"
-#include "train/presets.hpp"
+#include "nn/gpt.hpp"
+#include "train/model_catalogue.hpp"
 
 namespace noeira {
 
@@ -204,16 +205,12 @@ std::vector<WalkSpec> gpt_walk(const GptShape& g) {
   return out;
 }
 
-// The walk of preset `model` where it is known without building the model: the GPTs. The other
-// presets are built first and checked then: the largest, resnet18, takes about 90 MB.
+// The walk of model `model` where it is known without building the model: the GPTs. The other
+// models are built first and checked then: the largest preset, resnet18, takes about 90 MB.
 std::optional<std::vector<WalkSpec>> unbuilt_walk(std::string_view model) {
-  return with_preset(model, [&]<class M>(std::type_identity<M>) {
-    std::optional<std::vector<WalkSpec>> out;
-    if constexpr (requires { { M::shape } -> std::convertible_to<GptShape>; }) {
-      out = gpt_walk(M::shape);
-    }
-    return out;
-  });
+  const ModelEntry& entry = model_catalogue().find(model);
+  if (entry.gpt_shape == nullptr) return std::nullopt;
+  return gpt_walk(*entry.gpt_shape);
 }
 
 }  // namespace

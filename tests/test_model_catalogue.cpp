@@ -1,0 +1,172 @@
+// The model catalogue: the names --model resolves, the presets' and a user's own model's alike.
+// The properties: the presets' catalogue is their table, in order, with what each model is; a
+// catalogue no command line could use is refused naming the entry; and a model type noeira does
+// not ship trains, resumes, evaluates and exports through the same path as a preset, and under
+// its own name, once its catalogue is installed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cli_test_util.hpp"
+#include "io/params_file.hpp"
+#include "io_test_files.hpp"
+#include "nn/layernorm.hpp"
+#include "train/export.hpp"
+#include "train/model_entry.hpp"
+#include "train/presets.hpp"
+#include "train/run.hpp"
+
+namespace noeira {
+namespace {
+
+using testing::TempDir;
+using testing::write_npy_array;
+
+// A model no preset is: 6 features in, 2 regression targets out.
+using UserNet = Sequential<LinearTanh<6, 16>, LayerNorm<16>, Linear<16, 2>>;
+
+void expect_error_containing(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing: " << part;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+// Installs a catalogue for one test and puts the presets back after it.
+struct InstalledCatalogue {
+  explicit InstalledCatalogue(ModelCatalogue c) { install_model_catalogue(std::move(c)); }
+  ~InstalledCatalogue() { install_model_catalogue(preset_catalogue()); }
+};
+
+TEST(PresetCatalogue, IsThePresetTableInOrderWithWhatEachModelIs) {
+  const ModelCatalogue catalogue = preset_catalogue();
+  ASSERT_EQ(catalogue.entries().size(), std::size(kPresets));
+  for (std::size_t i = 0; i < std::size(kPresets); ++i) {
+    const ModelEntry& e = catalogue.entries()[i];
+    EXPECT_EQ(e.name, kPresets[i].name);
+    EXPECT_EQ(e.description, kPresets[i].description);
+    EXPECT_EQ(e.defaults.size(), kPresets[i].defaults.size()) << e.name;
+    const bool text = e.name.starts_with("gpt") || e.name.starts_with("lstm") ||
+                      e.name.starts_with("gru");
+    EXPECT_EQ(e.language_model, text) << e.name;
+    EXPECT_EQ(e.gpt_shape != nullptr, e.name.starts_with("gpt")) << e.name;
+  }
+  EXPECT_EQ(catalogue.find("gpt2-124m").gpt_shape->vocab, 50257);
+  EXPECT_EQ(catalogue.find("resnet20").defaults.front().flag, "--optimizer");
+  expect_error_containing([&] { (void)catalogue.find("resnet"); },
+                          "unknown model 'resnet', expected one of: mlp, linear,");
+}
+
+TEST(ModelCatalogue, RefusesWhatNoCommandLineCouldUseNamingTheEntry) {
+  auto entry = [](std::string name) { return model_entry<UserNet>(std::move(name), "a net"); };
+  expect_error_containing([] { ModelCatalogue({}); }, "no model in it");
+  expect_error_containing([&] { ModelCatalogue({entry("net"), entry("net")}); },
+                          "two models are named 'net'");
+  for (const char* bad : {"", "my net", "a/b", "x\n"}) {
+    expect_error_containing([&] { ModelCatalogue({entry(bad)}); }, "is not 1 to 64 letters");
+  }
+  ModelEntry hand_made;
+  hand_made.name = "hand";
+  expect_error_containing([&] { ModelCatalogue({hand_made}); },
+                          "model 'hand' was not made by model_entry<M>");
+  expect_error_containing(
+      [] { ModelCatalogue({model_entry<UserNet>("net", "a net", {{"--model", "mlp"}})}); },
+      "defaults '--model'");
+  expect_error_containing(
+      [] { ModelCatalogue({model_entry<UserNet>("net", "a net", {{"lr", "1"}})}); },
+      "defaults 'lr'");
+}
+
+// `count` rows of 6 features and their 2 targets (smooth functions of the features).
+void write_regression(const std::filesystem::path& dir, const std::string& split,
+                      std::int64_t count) {
+  std::vector<float> x, y;
+  for (std::int64_t i = 0; i < count; ++i) {
+    float sum = 0.0f;
+    for (int f = 0; f < 6; ++f) {
+      const float v = std::sin(0.37f * static_cast<float>(i * 6 + f));
+      x.push_back(v);
+      sum += v;
+    }
+    y.push_back(0.5f * sum);
+    y.push_back(x[static_cast<std::size_t>(i * 6)] * x[static_cast<std::size_t>(i * 6 + 1)]);
+  }
+  write_npy_array(dir / (split + "_x.npy"), "<f4", {count, 6}, x);
+  write_npy_array(dir / (split + "_y.npy"), "<f4", {count, 2}, y);
+}
+
+TEST(ModelCatalogue, AUserModelTakesThePresetsPathUnderItsOwnName) {
+  const TempDir dir;
+  write_regression(dir.path(), "train", 96);
+  write_regression(dir.path(), "test", 32);
+  const InstalledCatalogue installed(ModelCatalogue({model_entry<UserNet>("user-net", "mine")}));
+
+  TrainConfig cfg;
+  cfg.model = "user-net";
+  cfg.data = "npy";
+  cfg.data_dir = dir.path().string();
+  cfg.epochs = 2;
+  cfg.batch = 16;
+  cfg.threads = 1;
+  cfg.policy = "zero3";
+  cfg.sim_ranks = 2;
+  cfg.checkpoint_dir = (dir / "ckpt").string();
+  cfg.checkpoint_every = 6;
+  cfg.out = (dir / "run").string();
+  const TrainOutcome whole = run_train(cfg);
+  EXPECT_EQ(whole.summary.steps, 12);
+  EXPECT_EQ(whole.parameters, 6 * 16 + 16 + 2 * 16 + 16 * 2 + 2);
+  EXPECT_EQ(io::read_params_model(dir / "run/model.h5"), "user-net");
+
+  // Resumed from the middle on one rank under DDP: the same model within the tolerance.
+  TrainConfig resumed = cfg;
+  resumed.sim_ranks = 0;
+  resumed.policy = "ddp";
+  resumed.checkpoint_dir.clear();
+  resumed.resume = (dir / "ckpt/step-00000006").string();
+  resumed.out = (dir / "resumed").string();
+  const TrainOutcome second = run_train(resumed);
+  EXPECT_EQ(second.summary.steps, 12);
+
+  TrainConfig eval;
+  eval.model.clear();  // the one the file names
+  eval.params = (dir / "run/model.h5").string();
+  eval.data = "npy";
+  eval.data_dir = cfg.data_dir;
+  const EvalResult first = run_eval(eval);
+  eval.params = (dir / "resumed/model.h5").string();
+  const EvalResult other = run_eval(eval);
+  EXPECT_TRUE(first.regression);
+  EXPECT_EQ(first.samples, 32);
+  EXPECT_TRUE(std::isfinite(first.loss) && first.loss > 0.0);
+  EXPECT_NEAR(other.loss, first.loss, 1e-4 * first.loss);
+
+  ExportConfig e;
+  e.params = (dir / "run/model.h5").string();
+  e.out = (dir / "net.safetensors").string();
+  const ExportResult exported = run_export(e);
+  EXPECT_EQ(exported.model, "user-net");
+  EXPECT_EQ(exported.tensors, 6);
+
+  // The presets are not this program's models.
+  cfg.model = "mlp";
+  expect_error_containing([&] { (void)check_train_config(cfg); },
+                          "unknown model 'mlp', expected one of: user-net");
+}
+
+// A run over a communicator of the caller's needs the caller's MPI (this test process never
+// initializes it), and its ranks are the communicator's, not simulated ones.
+TEST(RunTrainOverACommunicator, RefusesWithoutTheCallersMpiOrWithSimulatedRanks) {
+  TrainConfig cfg;
+  expect_error_containing([&] { (void)run_train(cfg, MPI_COMM_WORLD); }, "MPI is not initialized");
+  cfg.sim_ranks = 2;
+  expect_error_containing([&] { (void)run_train(cfg, MPI_COMM_WORLD); },
+                          "--sim-ranks 2 with a communicator");
+}
+
+}  // namespace
+}  // namespace noeira
