@@ -27,7 +27,7 @@ class InputError : public Error {
 
 // An InputError that every rank of a job raises alike, from what all of them know (the ranks
 // disagree, the batch is too small for the world): nobody waits for anybody, so the job ends
-// without MPI_Abort, and rank 0 alone prints it (src/cli/main.cpp).
+// without MPI_Abort, and rank 0 alone prints it (src/cli/command_line.cpp).
 class AgreedError : public InputError {
  public:
   using InputError::InputError;

@@ -7,7 +7,7 @@
 #   distributed distributed/                              noeira_distributed
 #   io          io/                                       noeira_io
 #   train       src/train                                 noeira_train
-#   cli         src/cli                                   noeira (the binary)
+#   cli         src/cli                                   noeira_cli (and the noeira binary)
 #
 # kernels <- nn <- distributed, io <- train <- cli: a layer includes itself and what is below it;
 # distributed and io do not include each other. An include is resolved as the compiler does

@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the tests that drive the noeira binary (NOEIRA_BINARY): running it with its output
 // captured or in the background, the records of its metrics file, the one-line error contract of
-// src/cli/main.cpp, and the tensor lines of `noeira inspect`.
+// src/cli/command_line.cpp, and the tensor lines of `noeira inspect`.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>

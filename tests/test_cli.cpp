@@ -49,11 +49,12 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
   const Output o = noeira(dir, "train --help");
   EXPECT_EQ(o.code, 0);
   for (const char* s : {"--model TEXT=mlp",
-                        "--data TEXT:{fashion-mnist,mnist,cifar10,npy,h5,text}=fashion-mnist",
+                        "--data TEXT:{fashion-mnist,mnist,cifar10,npy,h5,arrays,text}=fashion-mnist",
                         "--epochs INT:[1..1000000]=5", "--batch INT:[1..1000000]=100", "=adam",
                         "--lr FLOAT:[1e-12..1e+30]=0.001", "--weight-decay", "--schedule", "--warmup",
                         "--min-lr", "--grad-clip", "--seed UINT=1", "--threads", "--out",
                         "--log-format", "--log-every", "--config", "--data-dir", "--limit-train",
+                        "--train-x", "--train-y", "--test-x", "--test-y",
                         "--policy TEXT:{ddp,zero1,zero2,zero3}=ddp", "--sim-ranks", "--bucket-mb",
                         "--batchnorm TEXT:{sync,local}=sync",
                         "--watchdog-timeout", "--report-memory", "--checkpoint-dir",

@@ -81,13 +81,20 @@ void add_common_options(Command& c) {
   a.add_option("--data", t.data,
                "Data set: images to classify; your own arrays to classify (integer y) or regress "
                "(float y): npy (--data-dir holds train_x.npy, train_y.npy, test_x.npy, "
-               "test_y.npy) or h5 (train.h5 and test.h5, each with datasets /x and /y); or text "
-               "for a language model (a GPT preset)")
+               "test_y.npy), h5 (train.h5 and test.h5, each with datasets /x and /y) or arrays "
+               "(named one by one: --train-x, --train-y, --test-x, --test-y); or text for a "
+               "language model (a GPT preset)")
       ->check(CLI::IsMember(data_names));
   a.add_option("--data-dir", t.data_dir,
                "Directory of the data set's files (empty: /usr/share/datasets/fashion-mnist, "
                "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; npy, h5: "
                "required; text: a directory of text files, default /usr/share/games/fortunes)");
+  a.add_option("--test-x", t.test_x,
+               "arrays: the test features: file.npy, file.h5:/group/x, or shards of either "
+               "joined by commas (read as one array, rows in turn)");
+  a.add_option("--test-y", t.test_y,
+               "arrays: the test labels (integers) or regression targets (floats), named as "
+               "--test-x");
   a.add_option("--text-file", t.text_file,
                "text: one corpus file (e.g. TinyShakespeare's input.txt) instead of --data-dir");
   a.add_option("--tokenizer", t.tokenizer,
@@ -162,6 +169,9 @@ bool given(const CLI::App& app, const std::string& flag) {
   return opt != nullptr && opt->count() > 0;
 }
 
+// The flags that name --data arrays' arrays.
+const std::vector<std::string> kArrayFlags = {"--train-x", "--train-y", "--test-x", "--test-y"};
+
 // An option of the other task is a mistake worth saying, not a flag silently ignored.
 void check_task_options(const CLI::App& app, const TrainConfig& t) {
   const std::vector<std::string> text_only = {"--steps",     "--eval-every", "--eval-batches",
@@ -169,13 +179,29 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
                                               "--new-vocabulary"};
   // (eval's --batch and --seed mean text windows; for images they are simply unused)
   const std::vector<std::string> image_only = {"--epochs", "--limit-train", "--limit-test",
-                                               "--eval-batch", "--augment", "--crop-padding"};
+                                               "--eval-batch", "--augment", "--crop-padding",
+                                               "--train-x", "--train-y", "--test-x", "--test-y"};
   for (const std::string& flag : is_text(t) ? image_only : text_only) {
     if (given(app, flag)) {
       throw InputError(detail::concat(flag, " does not apply to --data ", t.data,
                                       is_text(t) ? " (a text run is --steps long)"
                                                  : " (it is for --data text)"));
     }
+  }
+  // By value, not by whether given: a run's config.json holds every key, empty where unused.
+  const bool arrays = t.data == "arrays";
+  const std::pair<const char*, const std::string*> named[] = {
+      {"--train-x", &t.train_x}, {"--train-y", &t.train_y}, {"--test-x", &t.test_x},
+      {"--test-y", &t.test_y}};
+  for (const auto& [flag, value] : named) {
+    if (!value->empty() && !is_text(t) && !arrays) {
+      throw InputError(detail::concat(flag, " applies to --data arrays (not --data ", t.data,
+                                      "), which names its arrays one by one"));
+    }
+  }
+  if (arrays && !t.data_dir.empty()) {
+    throw InputError("--data-dir does not apply to --data arrays: --train-x, --train-y, --test-x "
+                     "and --test-y name the arrays");
   }
   if (!is_text(t) && !holds_pixels(parse_dataset_kind(t.data)) && t.augment != "none") {
     throw InputError(detail::concat("--augment ", t.augment, " does not apply to --data ", t.data,
@@ -234,6 +260,12 @@ void add_train_command(CLI::App& app, Command& c) {
                                : "Model:") +
                    model_list());
   add_common_options(c);
+  a.add_option("--train-x", t.train_x,
+               "arrays: the training features: file.npy, file.h5:/group/x, or shards of either "
+               "joined by commas (read as one array, rows in turn)");
+  a.add_option("--train-y", t.train_y,
+               "arrays: the training labels (integers) or regression targets (floats), named as "
+               "--train-x");
   a.add_option("--steps", t.steps, "text: optimizer steps of the run")
       ->check(whole_in(1, kMaxSteps));
   a.add_option("--eval-every", t.eval_every,
@@ -404,8 +436,11 @@ void finish_config(Command& c) {
     opt->add_result(value);
     opt->run_callback();
   };
-  // A model's own data set first (a program whose data is always --data npy): the data set's
-  // defaults follow from it.
+  // Arrays named one by one say which data set it is; so does a model's own (a program whose
+  // data is always --data npy). The data set's defaults follow from it.
+  if (std::ranges::any_of(kArrayFlags, [&](const std::string& f) { return given(*c.app, f); })) {
+    default_to("--data", "arrays");
+  }
   // Eval's model is the one its file names: a program of one model knows it already.
   const ModelCatalogue& models = model_catalogue();
   const ModelEntry* given = models.find_if(c.config.model);

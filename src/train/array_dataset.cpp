@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/array_spec.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira {
@@ -113,6 +114,20 @@ Dataset load_npy_split(const std::filesystem::path& dir, std::string_view split,
   const auto y = io::open_npy_source(
       existing_file(dir / detail::concat(split, "_y.npy"), "npy", expected));
   return load_array_split(*x, *y, detail::concat("npy/", split), limit);
+}
+
+Dataset load_named_split(std::string_view x_spec, std::string_view y_spec, std::string_view split,
+                         std::int64_t limit) {
+  for (const auto& [spec, role] : {std::pair{x_spec, "x"}, std::pair{y_spec, "y"}}) {
+    if (spec.empty()) {
+      throw InputError(detail::concat("--data arrays needs --", split, "-", role, " (the ", split,
+                                      role == std::string_view("x") ? " features" : " labels or targets",
+                                      ": file.npy, file.h5:/dataset, or shards joined by commas)"));
+    }
+  }
+  const auto x = io::open_array_spec(x_spec);
+  const auto y = io::open_array_spec(y_spec);
+  return load_array_split(*x, *y, detail::concat("arrays/", split), limit);
 }
 
 Dataset load_h5_split(const std::filesystem::path& dir, std::string_view split,

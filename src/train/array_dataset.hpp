@@ -28,6 +28,11 @@ Dataset load_array_split(const io::ArraySource& x, const io::ArraySource& y, std
 // `split` is "train" or "test": <split>_x.npy and <split>_y.npy in `dir`.
 Dataset load_npy_split(const std::filesystem::path& dir, std::string_view split,
                        std::int64_t limit);
+// `split` is "train" or "test": the arrays --data arrays names one by one, x_spec and y_spec
+// (--train-x and --train-y, or --test-x and --test-y; io/array_spec.hpp). An empty name is an
+// InputError naming its flag.
+Dataset load_named_split(std::string_view x_spec, std::string_view y_spec, std::string_view split,
+                         std::int64_t limit);
 // `split` is "train" or "test": datasets /x and /y of <split>.h5 in `dir`.
 Dataset load_h5_split(const std::filesystem::path& dir, std::string_view split,
                       std::int64_t limit);

@@ -53,7 +53,11 @@ nlohmann::json to_json(const TrainConfig& c) {
               {"block", c.block},
               {"new-vocabulary", c.new_vocabulary}});
   } else {
-    j.update({{"limit-train", c.limit_train},
+    j.update({{"train-x", c.train_x},
+              {"train-y", c.train_y},
+              {"test-x", c.test_x},
+              {"test-y", c.test_y},
+              {"limit-train", c.limit_train},
               {"limit-test", c.limit_test},
               {"epochs", c.epochs},
               {"eval-batch", c.eval_batch},

@@ -35,6 +35,9 @@ struct TrainConfig {
   std::string model = "mlp";             // a preset name (train/presets.hpp)
   std::string data = "fashion-mnist";    // fashion-mnist | mnist | cifar10 | text
   std::string data_dir;                  // empty: the data set's default directory
+  // --data arrays: the arrays themselves, each a file.npy, a file.h5:/dataset or shards of them
+  // joined by commas (io/array_spec.hpp): features x and labels or targets y of each split.
+  std::string train_x, train_y, test_x, test_y;
   // Text (--data text): a corpus file (or data_dir, a directory of text files; neither: the
   // fortunes package), its tokenizer, and a run of `steps` steps evaluated every `eval_every`
   // on `eval_batches` batches of validation windows. Epochs do not apply.

@@ -114,7 +114,8 @@ PixelStats pixel_stats(DatasetKind kind) {
     case DatasetKind::Mnist: return {kGrayImage, kMnistMean, kMnistStd};
     case DatasetKind::Cifar10: return {kCifarImage, kCifarMean, kCifarStd};
     case DatasetKind::Npy:
-    case DatasetKind::H5: break;
+    case DatasetKind::H5:
+    case DatasetKind::Arrays: break;
   }
   throw InputError(detail::concat("data set '", to_string(kind),
                                   "' has no pixel statistics: its features are not pixels"));
@@ -126,7 +127,8 @@ std::span<const std::string_view> class_names(DatasetKind kind) {
     case DatasetKind::Mnist: return kDigitClasses;
     case DatasetKind::Cifar10: return kCifarClasses;
     case DatasetKind::Npy:
-    case DatasetKind::H5: break;
+    case DatasetKind::H5:
+    case DatasetKind::Arrays: break;
   }
   throw InputError(detail::concat("data set '", to_string(kind), "' names no classes"));
 }
@@ -137,12 +139,15 @@ std::filesystem::path default_data_dir(DatasetKind kind) {
     case DatasetKind::Mnist: return "/usr/share/datasets/mnist";
     case DatasetKind::Cifar10: return "/usr/share/datasets/cifar-10-batches-bin";
     case DatasetKind::Npy:
-    case DatasetKind::H5: break;
+    case DatasetKind::H5:
+    case DatasetKind::Arrays: break;
   }
   return {};
 }
 
-bool holds_pixels(DatasetKind kind) { return kind != DatasetKind::Npy && kind != DatasetKind::H5; }
+bool holds_pixels(DatasetKind kind) {
+  return kind != DatasetKind::Npy && kind != DatasetKind::H5 && kind != DatasetKind::Arrays;
+}
 
 PixelNormalization pixel_normalization(const Dataset& data) {
   const auto channels = static_cast<std::int64_t>(data.mean.size());
@@ -173,6 +178,8 @@ Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split s
     case DatasetKind::Cifar10: return load_cifar(dir, split, limit);
     case DatasetKind::Npy: return load_npy_split(dir, split_name, limit);
     case DatasetKind::H5: return load_h5_split(dir, split_name, limit);
+    case DatasetKind::Arrays:
+      throw InputError("--data arrays names its arrays one by one: load_named_split reads them");
     case DatasetKind::FashionMnist:
     case DatasetKind::Mnist: break;
   }

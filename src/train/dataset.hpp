@@ -23,13 +23,14 @@
 
 namespace noeira {
 
-enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10, Npy, H5 };
+enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10, Npy, H5, Arrays };
 
-inline constexpr NameTable<DatasetKind, 5> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
+inline constexpr NameTable<DatasetKind, 6> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
                                                           {DatasetKind::Mnist, "mnist"},
                                                           {DatasetKind::Cifar10, "cifar10"},
                                                           {DatasetKind::Npy, "npy"},
-                                                          {DatasetKind::H5, "h5"}}},
+                                                          {DatasetKind::H5, "h5"},
+                                                          {DatasetKind::Arrays, "arrays"}}},
                                                         "data set"};
 
 std::string_view to_string(DatasetKind kind);

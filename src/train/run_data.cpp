@@ -5,6 +5,7 @@
 #include "core/hash.hpp"
 #include "io/text.hpp"
 #include "kernels/error.hpp"
+#include "train/array_dataset.hpp"
 
 namespace noeira {
 
@@ -30,23 +31,30 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
                         std::int64_t model_outputs, bool train_split) {
   const DatasetKind kind = parse_dataset_kind(cfg.data);
   ImageRun run;
-  run.dir = image_dir(cfg);
+  const bool named = kind == DatasetKind::Arrays;
+  if (!named) run.dir = image_dir(cfg);
   // Uploaded once, shared by the simulated ranks; the host copies are freed at once. The
   // fingerprint covers what a batch is made of, the bytes and the statistics that normalize them.
   // Only the ranks of one job compare it, at start-up: it is never stored, so its value may change
   // from one version of noeira to the next (it hashed the normalized floats before).
   auto resident = [&](Split split, std::int64_t limit) {
-    Dataset data = load_dataset(kind, run.dir, split, limit);
+    const bool train = split == Split::Train;
+    Dataset data = named ? load_named_split(train ? cfg.train_x : cfg.test_x,
+                                            train ? cfg.train_y : cfg.test_y,
+                                            train ? "train" : "test", limit)
+                         : load_dataset(kind, run.dir, split, limit);
+    // Where the split came from, for messages: its directory, or --data arrays' x.
+    const std::string where = named ? (train ? cfg.train_x : cfg.test_x) : run.dir.string();
     // A regression's targets are the model's outputs, one for one.
     if (data.target_width > 0 && data.target_width != model_outputs) {
       throw InputError(detail::concat(
-          run.dir.string(), ": ", data.name, " has ", data.target_width, " regression target",
+          where, ": ", data.name, " has ", data.target_width, " regression target",
           data.target_width == 1 ? "" : "s", " per sample, but model '", cfg.model, "' has ",
           model_outputs, " outputs"));
     }
     // The model's outputs are the classes: a label past them has no logit to score it.
     if (data.target_width == 0 && data.num_classes > model_outputs) {
-      throw InputError(detail::concat(run.dir.string(), ": ", data.name, " has label ",
+      throw InputError(detail::concat(where, ": ", data.name, " has label ",
                                       data.num_classes - 1, ", but model '", cfg.model, "' has ",
                                       model_outputs, " outputs (classes 0 to ",
                                       model_outputs - 1, ")"));
@@ -79,7 +87,8 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     const auto kind = [](const ResidentData& d) {
       return d.regression() ? "float regression targets" : "integer class labels";
     };
-    throw InputError(detail::concat(run.dir.string(), ": ", run.train.name, " has ",
+    throw InputError(detail::concat(named ? cfg.train_x : run.dir.string(), ": ", run.train.name,
+                                    " has ",
                                     kind(run.train), " but ", run.test.name, " has ",
                                     kind(run.test)));
   }
@@ -94,8 +103,10 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
   const std::string regression =
       test.regression() ? detail::concat(" (regression of ", test.targets.dim(1), " targets)")
                         : std::string();
+  const std::string from =
+      dir.empty() ? detail::concat(cfg.train_x, " and ", cfg.test_x) : dir.string();
   return detail::concat(cfg.data, " ", train.count, " train / ", test.count, " test samples",
-                        regression, " from ", dir.string(), augmented);
+                        regression, " from ", from, augmented);
 }
 
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {
