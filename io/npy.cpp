@@ -348,15 +348,17 @@ T element(const std::byte* data, NpyType type, std::size_t i) {
   return T{};
 }
 
-// Lets the kernel drop the mapped pages wholly inside [data, data + bytes) from this process's
+// Lets the kernel drop the mapped pages that hold [data, data + bytes) from this process's
 // resident memory once they are read: a caller that copies an array out (a data set loaded into
-// memory) then holds the copy, not the copy and the file's pages beside it. The pages stay in the
-// page cache; a later read maps them again.
+// memory) then holds the copy, not the copy and the file's pages beside it, and one that reads
+// rows batch by batch (streamed features) holds none of them. Every page touched goes, the
+// partial ones at either end too: the mapping is read-only and backed by the file, so a page
+// another read still needs is mapped again from the page cache, where it stays.
 void release_pages(const std::byte* data, std::size_t bytes) {
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto begin = reinterpret_cast<std::uintptr_t>(data);
-  const std::uintptr_t first = (begin + page - 1) / page * page;
-  const std::uintptr_t last = (begin + bytes) / page * page;
+  const std::uintptr_t first = begin / page * page;
+  const std::uintptr_t last = (begin + bytes + page - 1) / page * page;
   // Advice only: a failure leaves the pages resident, which is what not asking would.
   if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }

@@ -11,3 +11,13 @@ if(TARGET noeira AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
                        "${noeira_mpiexec_env}"
                        TIMEOUT 120 PROCESSORS 2 SKIP_RETURN_CODE 77)
 endif()
+
+# --stream-data: resident memory flat in the data set's size (tests/stream_memory.sh). Not in the
+# sanitizer build, whose shadow memory is no measure of the resident set.
+if(TARGET noeira AND NOT NOEIRA_SANITIZE)
+  add_test(NAME stream_data_memory
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/stream_memory.sh $<TARGET_FILE:noeira>
+                   ${CMAKE_CURRENT_BINARY_DIR}/stream_memory)
+  set_tests_properties(stream_data_memory PROPERTIES
+                       TIMEOUT 240 SKIP_RETURN_CODE 77 ENVIRONMENT "OMP_NUM_THREADS=1")
+endif()

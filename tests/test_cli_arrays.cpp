@@ -5,6 +5,7 @@
 // name noeira cannot use is one line naming it.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -133,6 +134,64 @@ TEST(CliArrays, EveryNameItCannotUseIsOneLineNamingIt) {
       noeira(d, kRun + " --train-x " + x0 + " --train-y " + y_shards + " --test-x " + x0 +
                     " --test-y " + y_shards + out),
       "floats_y.npy: holds floats beside shard");
+}
+
+// --stream-data reads each batch's rows from the files instead of holding the features: the same
+// numbers, so the same bits, on two simulated ranks under ZeRO-3 (each rank reading its own rows
+// of every batch, shuffled) and in evaluation (file order), from .npy, HDF5 and shards of both.
+TEST(CliStreamData, StreamedFeaturesTrainBitForBitAsHeldOnes) {
+  REQUIRE_BINARY();
+  const TempDir d;
+  write_arrays(d);
+  const std::string shards = (d / "x-0.npy").string() + "," + (d / "x-1.h5").string() + ":/parts/x";
+  const std::string ranks = " --sim-ranks 2 --policy zero3";
+  const Output held = noeira(d, kRun + ranks + " --data npy --data-dir " + (d / "npy").string() +
+                                    " --out " + (d / "held").string());
+  ASSERT_EQ(held.code, 0) << held.err;
+  EXPECT_EQ(held.out.find("streamed"), std::string::npos) << held.out;
+  const Output from_dir =
+      noeira(d, kRun + ranks + " --stream-data --data npy --data-dir " + (d / "npy").string() +
+                    " --out " + (d / "dir").string());
+  ASSERT_EQ(from_dir.code, 0) << from_dir.err;
+  EXPECT_NE(from_dir.out.find("(features streamed from the files)"), std::string::npos)
+      << from_dir.out;
+  const Output from_shards =
+      noeira(d, kRun + ranks + " --stream-data" + named(d, shards) + " --out " +
+                    (d / "shards").string());
+  ASSERT_EQ(from_shards.code, 0) << from_shards.err;
+  EXPECT_EQ(saved_mlp(d / "dir/model.h5"), saved_mlp(d / "held/model.h5"));
+  EXPECT_EQ(saved_mlp(d / "shards/model.h5"), saved_mlp(d / "held/model.h5"));
+  const auto epochs = testing::metrics_records(d / "shards/metrics.jsonl", "epoch");
+  const auto expected = testing::metrics_records(d / "held/metrics.jsonl", "epoch");
+  ASSERT_EQ(epochs.size(), expected.size());
+  for (std::size_t e = 0; e < epochs.size(); ++e) {
+    EXPECT_EQ(epochs[e]["test_loss"], expected[e]["test_loss"]);
+  }
+  const std::string eval = "eval --params " + (d / "held/model.h5").string() +
+                           " --data npy --data-dir " + (d / "npy").string();
+  const Output a = noeira(d, eval), b = noeira(d, eval + " --stream-data");
+  ASSERT_EQ(a.code, 0) << a.err;
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(CliStreamData, IsRefusedForImagesAndStillChecksEveryValue) {
+  REQUIRE_BINARY();
+  const TempDir d;
+  write_arrays(d);
+  expect_one_error_line(noeira(d, kRun + " --stream-data --out " + (d / "run").string()),
+                        "--stream-data applies to a user's arrays (--data npy, h5 or arrays), "
+                        "not --data fashion-mnist");
+  std::vector<float> x = features(0, 5);
+  x[3 * kFeatures + 7] = std::numeric_limits<float>::infinity();
+  write_npy_array(d / "x-0.npy", "<f4", {5, kFeatures}, x);
+  const std::string shards = (d / "x-0.npy").string() + "," + (d / "x-1.h5").string() + ":/parts/x";
+  expect_one_error_line(
+      noeira(d, kRun + " --stream-data" + named(d, shards) + " --out " + (d / "run").string()),
+      "x-0.npy," );
+  expect_one_error_line(
+      noeira(d, kRun + " --stream-data" + named(d, shards) + " --out " + (d / "run").string()),
+      ": sample 3 holds inf at feature 7 (features must be finite)");
 }
 
 }  // namespace

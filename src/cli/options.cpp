@@ -95,6 +95,10 @@ void add_common_options(Command& c) {
   a.add_option("--test-y", t.test_y,
                "arrays: the test labels (integers) or regression targets (floats), named as "
                "--test-x");
+  a.add_flag("--stream-data", t.stream_data,
+             "npy, h5, arrays: read each batch's rows from the files instead of holding the "
+             "features in memory (data larger than memory; the same numbers, slower); done anyway "
+             "where holding them would take over a quarter of the memory available");
   a.add_option("--text-file", t.text_file,
                "text: one corpus file (e.g. TinyShakespeare's input.txt) instead of --data-dir");
   a.add_option("--tokenizer", t.tokenizer,
@@ -198,6 +202,10 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
       throw InputError(detail::concat(flag, " applies to --data arrays (not --data ", t.data,
                                       "), which names its arrays one by one"));
     }
+  }
+  if (t.stream_data && (is_text(t) || holds_pixels(parse_dataset_kind(t.data)))) {
+    throw InputError(detail::concat("--stream-data applies to a user's arrays (--data npy, h5 or "
+                                    "arrays), not --data ", t.data));
   }
   if (arrays && !t.data_dir.empty()) {
     throw InputError("--data-dir does not apply to --data arrays: --train-x, --train-y, --test-x "

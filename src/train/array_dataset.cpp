@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/hash.hpp"
 #include "io/array_spec.hpp"
 #include "kernels/error.hpp"
 
@@ -29,26 +31,84 @@ std::filesystem::path existing_file(const std::filesystem::path& file, std::stri
   return file;
 }
 
-// The first `count` rows of `a` into `values` as floats, every one finite; `what` names a row's
-// elements in messages ("feature", "target"). Read in pieces of about 16 MiB: the file's pages a
-// piece maps (io/npy.hpp) and the conversion buffer HDF5 needs for it stay that small beside the
-// result.
+// Every value of `values`, rows first_row... of `a`, finite; `what` names a row's elements in
+// messages ("feature", "target").
+void check_finite(const io::ArraySource& a, std::int64_t first_row, std::string_view what,
+                  std::span<const float> values) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      const auto w = static_cast<std::size_t>(a.row_elements());
+      throw InputError(detail::concat(a.name(), ": sample ", first_row + static_cast<std::int64_t>(i / w),
+                                      " holds ", values[i], " at ", what, " ", i % w, " (", what,
+                                      "s must be finite)"));
+    }
+  }
+}
+
+// Rows of `a` in pieces of about `piece_bytes`, for `visit(first_row, rows, values)`.
+template <class Visit>
+void for_each_piece(const io::ArraySource& a, std::int64_t count, std::int64_t piece_bytes,
+                    std::span<float> buffer, Visit&& visit) {
+  const std::int64_t width = a.row_elements();
+  const std::int64_t piece = std::max<std::int64_t>(1, piece_bytes / (4 * width));
+  for (std::int64_t row = 0; row < count; row += piece) {
+    const std::int64_t rows = std::min(piece, count - row);
+    const std::span<float> part = buffer.empty()
+        ? std::span<float>()
+        : buffer.subspan(0, static_cast<std::size_t>(rows * width));
+    visit(row, rows, part);
+  }
+}
+
+// The first `count` rows of `a` into `values` as floats, every one finite. Read in pieces of
+// about 16 MiB: the file's pages a piece maps (io/npy.hpp) and the conversion buffer HDF5 needs
+// for it stay that small beside the result.
 void read_finite(const io::ArraySource& a, std::int64_t count, std::string_view what,
                  std::span<float> values) {
   const std::int64_t width = a.row_elements();
-  const std::int64_t piece = std::max<std::int64_t>(1, (std::int64_t{16} << 20) / (4 * width));
-  for (std::int64_t row = 0; row < count; row += piece) {
-    const std::int64_t rows = std::min(piece, count - row);
-    a.read_rows(row, rows, values.subspan(static_cast<std::size_t>(row * width),
-                                          static_cast<std::size_t>(rows * width)));
+  for_each_piece(a, count, std::int64_t{16} << 20, {}, [&](std::int64_t row, std::int64_t rows,
+                                                           std::span<float>) {
+    const std::span<float> part = values.subspan(static_cast<std::size_t>(row * width),
+                                                 static_cast<std::size_t>(rows * width));
+    a.read_rows(row, rows, part);
+    check_finite(a, row, what, part);
+  });
+}
+
+// Features read batch by batch rather than held: each row checked finite once, now, in pieces
+// of about 1 MiB (so that resident memory does not grow with the data set), and hashed for the
+// ranks to compare (the same pieces on every rank).
+std::uint64_t check_streamed(const io::ArraySource& x, std::int64_t count) {
+  std::vector<float> buffer(static_cast<std::size_t>(
+      std::max<std::int64_t>(1, (std::int64_t{1} << 20) / (4 * x.row_elements())) *
+      x.row_elements()));
+  std::uint64_t hash = hash_words(std::span<const float>());
+  for_each_piece(x, count, std::int64_t{1} << 20, buffer,
+                 [&](std::int64_t row, std::int64_t rows, std::span<float> part) {
+                   x.read_rows(row, rows, part);
+                   check_finite(x, row, "feature", part);
+                   hash = hash_words(std::span<const float>(part), hash);
+                 });
+  return hash;
+}
+
+// The memory this machine has available now (MemAvailable), or the largest value where
+// /proc/meminfo does not say.
+double memory_available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    if (line.starts_with("MemAvailable:")) return std::stod(line.substr(13)) * 1024.0;  // kB
   }
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (!std::isfinite(values[i])) {
-      const auto w = static_cast<std::size_t>(width);
-      throw InputError(detail::concat(a.name(), ": sample ", i / w, " holds ", values[i], " at ",
-                                      what, " ", i % w, " (", what, "s must be finite)"));
-    }
-  }
+  return std::numeric_limits<double>::max();
+}
+
+// Whether `count` rows of x are read batch by batch: when asked, or when holding them as floats
+// would take more than a quarter of the memory available (a default never fails a run for want
+// of memory; the ranks of a node each hold their own copy under MPI).
+bool stream_features(const io::ArraySource& x, std::int64_t count, bool asked) {
+  return asked ||
+         4.0 * static_cast<double>(count) * static_cast<double>(x.row_elements()) >
+             0.25 * memory_available_bytes();
 }
 
 // The first `count` labels of `y`, each in [0, int32's largest) (one past it counts the classes).
@@ -68,8 +128,10 @@ std::vector<std::int32_t> read_labels(const io::ArraySource& y, std::int64_t cou
 
 }  // namespace
 
-Dataset load_array_split(const io::ArraySource& x, const io::ArraySource& y, std::string name,
-                         std::int64_t limit) {
+Dataset load_array_split(std::shared_ptr<const io::ArraySource> x_source,
+                         const io::ArraySource& y, std::string name, std::int64_t limit,
+                         bool stream) {
+  const io::ArraySource& x = *x_source;
   if (x.shape().empty() || x.rows() == 0 || x.row_elements() == 0) {
     throw InputError(detail::concat(x.name(), ": shape ", shape_text(x.shape()),
                                     " holds no samples of features (expected [samples, ...])"));
@@ -90,9 +152,14 @@ Dataset load_array_split(const io::ArraySource& x, const io::ArraySource& y, std
   d.name = std::move(name);
   d.count = apply_limit(d.name, x.rows(), limit);
   d.features = x.row_elements();
-  d.values = Tensor({d.count, d.features}, Target::Cpu);
-  read_finite(x, d.count, "feature",
-              std::span(d.values.data(), static_cast<std::size_t>(d.values.numel())));
+  if (stream_features(x, d.count, stream)) {
+    d.streamed_hash = check_streamed(x, d.count);
+    d.streamed = std::move(x_source);
+  } else {
+    d.values = Tensor({d.count, d.features}, Target::Cpu);
+    read_finite(x, d.count, "feature",
+                std::span(d.values.data(), static_cast<std::size_t>(d.values.numel())));
+  }
   if (regression) {
     d.target_width = y.row_elements();
     d.targets.resize(static_cast<std::size_t>(d.count * d.target_width));
@@ -107,17 +174,17 @@ Dataset load_array_split(const io::ArraySource& x, const io::ArraySource& y, std
 }
 
 Dataset load_npy_split(const std::filesystem::path& dir, std::string_view split,
-                       std::int64_t limit) {
+                       std::int64_t limit, bool stream) {
   const std::string expected = detail::concat(split, "_x.npy and ", split, "_y.npy");
-  const auto x = io::open_npy_source(
+  std::shared_ptr<const io::ArraySource> x = io::open_npy_source(
       existing_file(dir / detail::concat(split, "_x.npy"), "npy", expected));
   const auto y = io::open_npy_source(
       existing_file(dir / detail::concat(split, "_y.npy"), "npy", expected));
-  return load_array_split(*x, *y, detail::concat("npy/", split), limit);
+  return load_array_split(std::move(x), *y, detail::concat("npy/", split), limit, stream);
 }
 
 Dataset load_named_split(std::string_view x_spec, std::string_view y_spec, std::string_view split,
-                         std::int64_t limit) {
+                         std::int64_t limit, bool stream) {
   for (const auto& [spec, role] : {std::pair{x_spec, "x"}, std::pair{y_spec, "y"}}) {
     if (spec.empty()) {
       throw InputError(detail::concat("--data arrays needs --", split, "-", role, " (the ", split,
@@ -125,18 +192,18 @@ Dataset load_named_split(std::string_view x_spec, std::string_view y_spec, std::
                                       ": file.npy, file.h5:/dataset, or shards joined by commas)"));
     }
   }
-  const auto x = io::open_array_spec(x_spec);
+  std::shared_ptr<const io::ArraySource> x = io::open_array_spec(x_spec);
   const auto y = io::open_array_spec(y_spec);
-  return load_array_split(*x, *y, detail::concat("arrays/", split), limit);
+  return load_array_split(std::move(x), *y, detail::concat("arrays/", split), limit, stream);
 }
 
 Dataset load_h5_split(const std::filesystem::path& dir, std::string_view split,
-                      std::int64_t limit) {
+                      std::int64_t limit, bool stream) {
   const std::filesystem::path file = existing_file(
       dir / detail::concat(split, ".h5"), "h5", detail::concat(split, ".h5 (datasets /x, /y)"));
-  const auto x = io::open_h5_source(file, "x");
+  std::shared_ptr<const io::ArraySource> x = io::open_h5_source(file, "x");
   const auto y = io::open_h5_source(file, "y");
-  return load_array_split(*x, *y, detail::concat("h5/", split), limit);
+  return load_array_split(std::move(x), *y, detail::concat("h5/", split), limit, stream);
 }
 
 }  // namespace noeira

@@ -14,6 +14,7 @@
 // infinite, a multi-column label array, a negative label or one past int32.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string_view>
 
 #include "io/array_source.hpp"
@@ -21,20 +22,21 @@
 
 namespace noeira {
 
-// The split named `name` ("npy/train") of features x and targets y; limit as load_dataset's.
-Dataset load_array_split(const io::ArraySource& x, const io::ArraySource& y, std::string name,
-                         std::int64_t limit);
+// The split named `name` ("npy/train") of features x and targets y; limit and stream as
+// load_dataset's (a streamed split keeps x).
+Dataset load_array_split(std::shared_ptr<const io::ArraySource> x, const io::ArraySource& y,
+                         std::string name, std::int64_t limit, bool stream = false);
 
 // `split` is "train" or "test": <split>_x.npy and <split>_y.npy in `dir`.
 Dataset load_npy_split(const std::filesystem::path& dir, std::string_view split,
-                       std::int64_t limit);
+                       std::int64_t limit, bool stream = false);
 // `split` is "train" or "test": the arrays --data arrays names one by one, x_spec and y_spec
 // (--train-x and --train-y, or --test-x and --test-y; io/array_spec.hpp). An empty name is an
 // InputError naming its flag.
 Dataset load_named_split(std::string_view x_spec, std::string_view y_spec, std::string_view split,
-                         std::int64_t limit);
+                         std::int64_t limit, bool stream = false);
 // `split` is "train" or "test": datasets /x and /y of <split>.h5 in `dir`.
 Dataset load_h5_split(const std::filesystem::path& dir, std::string_view split,
-                      std::int64_t limit);
+                      std::int64_t limit, bool stream = false);
 
 }  // namespace noeira

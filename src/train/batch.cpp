@@ -49,10 +49,14 @@ void make_truth_resident(const Dataset& data, Target target, ResidentData& out) 
 // Everything of `data` on `target` but the pixels, once the sizes and labels are checked; float
 // features are uploaded here (they have no pixels to keep in place).
 ResidentData resident_without_pixels(const Dataset& data, Target target) {
-  const std::int64_t values = data.values.defined() ? data.values.numel() : 0;
+  // Streamed features count as held: the source has every row.
+  const std::int64_t values = data.streamed ? data.count * data.features
+                              : data.values.defined() ? data.values.numel()
+                                                      : 0;
   const auto pixels = static_cast<std::int64_t>(data.pixels.size());
   NOEIRA_CHECK(values + pixels == data.count * data.features && (values == 0 || pixels == 0) &&
-                   (values == 0 || data.values.target() == Target::Cpu),
+                   (!data.values.defined() || data.values.target() == Target::Cpu) &&
+                   !(data.streamed && data.values.defined()),
                data.name, ": ", pixels, " pixels and ", values, " float features for ",
                data.count, " samples of ", data.features, " features");
   ResidentData out;
@@ -61,7 +65,9 @@ ResidentData resident_without_pixels(const Dataset& data, Target target) {
   out.features = data.features;
   out.num_classes = data.num_classes;
   out.image = data.image;
-  if (data.float_features() && target == Target::Cpu) {
+  if (data.streamed) {
+    out.streamed = data.streamed;  // read batch by batch, never held
+  } else if (data.float_features() && target == Target::Cpu) {
     out.values = data.values;  // shared: a gather only reads it
   } else if (data.float_features()) {
     out.values = Tensor::from_host(
@@ -109,11 +115,58 @@ void gather_truth(Batch& out, const ResidentData& data, const std::int32_t* inde
   k.gather_rows(stream, out.labels.ids(), index, data.labels.ids(), n, 1, data.count);
 }
 
+// Rows of streamed features read from their source into `x` ([n, f] floats on the host): rows
+// first.. in file order when `index` is null, else the rows `index` names, each run of
+// consecutive rows in one read.
+void read_streamed_rows(const io::ArraySource& source, std::int64_t first,
+                        const std::int32_t* index, std::int64_t n, std::int64_t f, float* x) {
+  if (index == nullptr) {
+    source.read_rows(first, n, std::span(x, static_cast<std::size_t>(n * f)));
+    return;
+  }
+  for (std::int64_t i = 0; i < n;) {
+    std::int64_t run = 1;
+    while (i + run < n && index[i + run] == index[i] + run) ++run;
+    source.read_rows(index[i], run, std::span(x + i * f, static_cast<std::size_t>(run * f)));
+    i += run;
+  }
+}
+
+// gather_batch of streamed features: the rows read from the file, on the CPU straight into the
+// batch, for a device through the batch's host staging and one upload.
+void gather_streamed_rows(Batch& out, const ResidentData& data, const Tensor& order,
+                          RowRange rows, Stream stream) {
+  const std::int64_t n = rows.size();
+  const std::int64_t f = data.features;
+  const Target target = data.target();
+  const KernelTable& k = kernels_for(target);
+  std::vector<std::int32_t> host_index;
+  const std::int32_t* index = nullptr;  // the order's positions on the host
+  if (order.defined()) {
+    if (target == Target::Cpu) {
+      index = order.ids() + rows.begin;
+    } else {
+      host_index = order.view({n}, rows.begin).to_host<std::int32_t>();
+      index = host_index.data();
+    }
+  }
+  if (target == Target::Cpu) {
+    read_streamed_rows(*data.streamed, rows.begin, index, n, f, out.x.data());
+  } else {
+    out.staging.resize(static_cast<std::size_t>(n * f));
+    read_streamed_rows(*data.streamed, rows.begin, index, n, f, out.staging.data());
+    k.upload(stream, out.x.data(), out.staging.data(), out.staging.size() * sizeof(float));
+  }
+  if (!order.defined()) {
+    view_truth(out, data, rows);
+  } else {
+    gather_truth(out, data, order.ids() + rows.begin, n, stream);
+  }
+}
+
 // gather_batch of float features: rows copied as they are (file order) or gathered by the order.
 void gather_float_rows(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
-                       Stream stream, const CropFlip* augment) {
-  NOEIRA_CHECK(augment == nullptr, "gather_batch: ", data.name,
-               " holds float features, which are not images to crop and flip");
+                       Stream stream) {
   const std::int64_t n = rows.size();
   const std::int64_t f = data.features;
   const KernelTable& k = kernels_for(data.target());
@@ -177,8 +230,14 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
   if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f}, target);
   const KernelTable& k = kernels_for(target);
-  if (data.values.defined()) {
-    gather_float_rows(out, data, order, rows, stream, augment);
+  if (data.values.defined() || data.streamed) {
+    NOEIRA_CHECK(augment == nullptr, "gather_batch: ", data.name,
+                 " holds float features, which are not images to crop and flip");
+    if (data.streamed) {
+      gather_streamed_rows(out, data, order, rows, stream);
+    } else {
+      gather_float_rows(out, data, order, rows, stream);
+    }
     return;
   }
   const std::uint8_t* table = data.pixels.get();

@@ -31,6 +31,8 @@ struct ResidentData {
   // Dataset's own vector when it was handed over, see make_resident). Null for float features.
   std::shared_ptr<const std::uint8_t> pixels;
   Tensor values;  // [count, features] F32 for a data set of float features (Dataset::values)
+  // Or float features read from their file batch by batch (Dataset::streamed).
+  std::shared_ptr<const io::ArraySource> streamed;
   Tensor labels;  // [count] I32; undefined for regression
   // Regression: [count, width] F32 targets (Dataset::targets), and their spread about each
   // column's mean, Σ (y - mean)², the denominator of R².
@@ -59,6 +61,8 @@ struct Batch {
   // labels or targets is a view of the data set's (evaluation order): a gather must not write
   // there.
   bool views_data = false;
+  // Streamed features on a device: the rows read on the host before their upload.
+  std::vector<float> staging;
 };
 
 // This rank's rows of a global batch: rows `global` of the epoch order, split by shard_rows.

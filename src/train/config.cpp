@@ -53,7 +53,8 @@ nlohmann::json to_json(const TrainConfig& c) {
               {"block", c.block},
               {"new-vocabulary", c.new_vocabulary}});
   } else {
-    j.update({{"train-x", c.train_x},
+    j.update({{"stream-data", c.stream_data},
+              {"train-x", c.train_x},
               {"train-y", c.train_y},
               {"test-x", c.test_x},
               {"test-y", c.test_y},

@@ -38,6 +38,9 @@ struct TrainConfig {
   // --data arrays: the arrays themselves, each a file.npy, a file.h5:/dataset or shards of them
   // joined by commas (io/array_spec.hpp): features x and labels or targets y of each split.
   std::string train_x, train_y, test_x, test_y;
+  // A user's float features read batch by batch from their files instead of held in memory (data
+  // larger than memory); they are anyway when holding them would take over a quarter of it.
+  bool stream_data = false;
   // Text (--data text): a corpus file (or data_dir, a directory of text files; neither: the
   // fortunes package), its tokenizer, and a run of `steps` steps evaluated every `eval_every`
   // on `eval_batches` batches of validation windows. Epochs do not apply.

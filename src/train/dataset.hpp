@@ -11,6 +11,7 @@
 //   CIFAR-10 per channel mean (0.4914, 0.4822, 0.4465) std (0.2470, 0.2435, 0.2616).
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,7 @@
 
 #include "core/names.hpp"
 #include "core/tensor.hpp"
+#include "io/array_source.hpp"
 #include "kernels/kernel_table.hpp"
 #include "nn/image_shape.hpp"
 
@@ -74,13 +76,18 @@ struct Dataset {
   // holds these (pixels empty, no statistics) or pixels, never both. A tensor, not a vector: on
   // the CPU the resident data shares it, so a split is never held twice.
   Tensor values;
+  // Or float features read from their file batch by batch, never held (data larger than memory:
+  // --stream-data): values stays undefined, and the source is shared by every rank's gathers.
+  // streamed_hash is the hash of every row, for the ranks to compare.
+  std::shared_ptr<const io::ArraySource> streamed;
+  std::uint64_t streamed_hash = 0;
   std::vector<std::int32_t> labels;   // [count], in 0..num_classes-1
   // Regression: [count, target_width] float targets, which the model's outputs predict, instead of
   // labels (labels empty, num_classes 0). target_width 0: classification.
   std::vector<float> targets;
   std::int64_t target_width = 0;
 
-  bool float_features() const { return values.defined(); }
+  bool float_features() const { return values.defined() || streamed != nullptr; }
 };
 
 // What gather_pixels needs to normalize `data`'s bytes (kernel_table.hpp): scale and shift per
@@ -98,7 +105,10 @@ std::int64_t apply_limit(const std::string& name, std::int64_t count, std::int64
 // tests); a limit above the split's size is an InputError. For a user's arrays, num_classes is one
 // past the split's largest label (the model's outputs decide how many there are:
 // train/run_data.cpp).
+// `stream`: a user's float features are read batch by batch rather than held
+// (Dataset::streamed; they are anyway where holding them would take more than a quarter of the
+// memory available).
 Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split split,
-                     std::int64_t limit = 0);
+                     std::int64_t limit = 0, bool stream = false);
 
 }  // namespace noeira

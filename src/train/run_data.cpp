@@ -41,8 +41,8 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     const bool train = split == Split::Train;
     Dataset data = named ? load_named_split(train ? cfg.train_x : cfg.test_x,
                                             train ? cfg.train_y : cfg.test_y,
-                                            train ? "train" : "test", limit)
-                         : load_dataset(kind, run.dir, split, limit);
+                                            train ? "train" : "test", limit, cfg.stream_data)
+                         : load_dataset(kind, run.dir, split, limit, cfg.stream_data);
     // Where the split came from, for messages: its directory, or --data arrays' x.
     const std::string where = named ? (train ? cfg.train_x : cfg.test_x) : run.dir.string();
     // A regression's targets are the model's outputs, one for one.
@@ -62,7 +62,9 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     if (data.target_width == 0) data.num_classes = static_cast<int>(model_outputs);
     const Dataset& loaded = data;
     run.fingerprint = hash_words(std::span(loaded.pixels), run.fingerprint);
-    if (loaded.float_features()) {
+    if (loaded.streamed) {
+      run.fingerprint = hash_words(std::span(&loaded.streamed_hash, 1), run.fingerprint);
+    } else if (loaded.float_features()) {
       run.fingerprint = hash_words(
           std::span(loaded.values.data(), static_cast<std::size_t>(loaded.values.numel())),
           run.fingerprint);
@@ -105,8 +107,9 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
                         : std::string();
   const std::string from =
       dir.empty() ? detail::concat(cfg.train_x, " and ", cfg.test_x) : dir.string();
+  const char* streamed = test.streamed ? " (features streamed from the files)" : "";
   return detail::concat(cfg.data, " ", train.count, " train / ", test.count, " test samples",
-                        regression, " from ", from, augmented);
+                        regression, " from ", from, streamed, augmented);
 }
 
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {
