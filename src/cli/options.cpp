@@ -70,6 +70,16 @@ CLI::Validator name_map_or_empty() {
       "{" + kNameSchemeNames.joined() + "} or empty");
 }
 
+// --<split>-x and --<split>-y, the arrays --data arrays names for one split.
+void add_split_arrays(CLI::App& a, const std::string& split, std::string& x, std::string& y) {
+  a.add_option("--" + split + "-x", x,
+               "arrays: the " + split + " features: file.npy, file.h5:/group/x, or shards of "
+               "either joined by commas (read as one array, rows in turn)");
+  a.add_option("--" + split + "-y", y,
+               "arrays: the " + split + " labels (integers) or regression targets (floats), "
+               "named as --" + split + "-x");
+}
+
 // Options shared by train and eval.
 void add_common_options(Command& c) {
   CLI::App& a = *c.app;
@@ -89,12 +99,7 @@ void add_common_options(Command& c) {
                "Directory of the data set's files (empty: /usr/share/datasets/fashion-mnist, "
                "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; npy, h5: "
                "required; text: a directory of text files, default /usr/share/games/fortunes)");
-  a.add_option("--test-x", t.test_x,
-               "arrays: the test features: file.npy, file.h5:/group/x, or shards of either "
-               "joined by commas (read as one array, rows in turn)");
-  a.add_option("--test-y", t.test_y,
-               "arrays: the test labels (integers) or regression targets (floats), named as "
-               "--test-x");
+  add_split_arrays(a, "test", t.test_x, t.test_y);
   a.add_flag("--stream-data", t.stream_data,
              "npy, h5, arrays: read each batch's rows from the files instead of holding the "
              "features in memory (data larger than memory; the same numbers, slower); done anyway "
@@ -268,12 +273,7 @@ void add_train_command(CLI::App& app, Command& c) {
                                : "Model:") +
                    model_list());
   add_common_options(c);
-  a.add_option("--train-x", t.train_x,
-               "arrays: the training features: file.npy, file.h5:/group/x, or shards of either "
-               "joined by commas (read as one array, rows in turn)");
-  a.add_option("--train-y", t.train_y,
-               "arrays: the training labels (integers) or regression targets (floats), named as "
-               "--train-x");
+  add_split_arrays(a, "train", t.train_x, t.train_y);
   a.add_option("--steps", t.steps, "text: optimizer steps of the run")
       ->check(whole_in(1, kMaxSteps));
   a.add_option("--eval-every", t.eval_every,
