@@ -61,6 +61,11 @@ TEST(NameMap, PresetsWithoutAMapAreRefused) {
                      {"model 'cnn'", "no PyTorch name map", "--names noeira"});
   expect_input_error([] { (void)kNameSchemeNames.parse("keras"); },
                      {"'keras'", "noeira, pytorch"});
+  // A program's own model named like a preset family has no map: it is not the preset's type.
+  for (const char* own : {"gpt-mine", "lstm-big", "mlp2"}) {
+    expect_input_error([&] { (void)NameMap::for_preset(NameScheme::Pytorch, own); },
+                       {detail::concat("model '", own, "'"), "no PyTorch name map"});
+  }
 }
 
 // Every parameter's and buffer's bits, in walk order.

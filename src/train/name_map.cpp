@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "kernels/error.hpp"
+#include "train/presets.hpp"
 
 namespace noeira {
 
@@ -78,10 +79,19 @@ ForeignName recurrent_lm_name(std::string_view walk_name) {
   unmapped(walk_name, "recurrent language model");
 }
 
+[[noreturn]] void throw_no_map(std::string_view model) {
+  throw InputError(detail::concat("model '", model,
+                                  "' has no PyTorch name map (there are maps for mlp, linear, "
+                                  "mlp-cifar, the gpt, lstm and gru presets, resnet18 and "
+                                  "resnet20); use --names noeira"));
+}
+
 }  // namespace
 
 NameMap NameMap::for_preset(NameScheme scheme, std::string_view model) {
   if (scheme == NameScheme::Noeira) return NameMap(scheme, Family::Identity);
+  // A map is for a preset's own type: a program's model named like one ("gpt-mine") has none.
+  if (find_preset(model) == nullptr) throw_no_map(model);
   if (model == "mlp" || model == "linear" || model == "mlp-cifar") {
     return NameMap(scheme, Family::TorchSequential);
   }
@@ -92,11 +102,7 @@ NameMap NameMap::for_preset(NameScheme scheme, std::string_view model) {
   if (model == "resnet18" || model == "resnet20" || model == "resnet20-cifar") {
     return NameMap(scheme, Family::Torchvision);
   }
-  throw InputError(detail::concat("model '", model,
-                                  "' has no PyTorch name map (there are maps for mlp, linear, "
-                                  "mlp-cifar, the gpt, lstm and gru presets, resnet18 and "
-                                  "resnet20); use "
-                                  "--names noeira"));
+  throw_no_map(model);
 }
 
 ForeignName NameMap::map(std::string_view walk_name) const {
