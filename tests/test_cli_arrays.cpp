@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "cli_test_util.hpp"
+#include "core/hash.hpp"
 #include "h5_edit.hpp"
 #include "io_test_files.hpp"
 #include "saved_params.hpp"
+#include "train/array_dataset.hpp"
 
 namespace noeira {
 namespace {
@@ -173,6 +175,38 @@ TEST(CliStreamData, StreamedFeaturesTrainBitForBitAsHeldOnes) {
   ASSERT_EQ(a.code, 0) << a.err;
   ASSERT_EQ(b.code, 0) << b.err;
   EXPECT_EQ(a.out, b.out);
+}
+
+// The data's hash, which checkpoints keep, is the same whether the features are held or
+// streamed: a run checkpointed holding them resumes streaming them (and the other way), to the
+// same bits. The hash itself over pieces of an odd width and more than one 1 MiB piece.
+TEST(CliStreamData, AHeldRunResumesStreamedToTheSameBits) {
+  REQUIRE_BINARY();
+  const TempDir d;
+  std::filesystem::create_directories(d / "odd");
+  std::vector<float> odd(100001 * 3);
+  for (std::size_t i = 0; i < odd.size(); ++i) odd[i] = static_cast<float>(i % 101) * 0.5f;
+  write_npy_array(d / "odd/train_x.npy", "<f4", {100001, 3}, odd);
+  write_npy_array(d / "odd/train_y.npy", "<i8", {100001}, std::vector<std::int64_t>(100001, 1));
+  const Dataset held = load_npy_split(d / "odd", "train", 0, false);
+  const Dataset streamed = load_npy_split(d / "odd", "train", 0, true);
+  ASSERT_TRUE(streamed.streamed != nullptr);
+  ASSERT_FALSE(held.values.numel() == 0);
+  EXPECT_EQ(streamed.streamed_hash,
+            hash_words(std::span<const float>(held.values.data(),
+                                              static_cast<std::size_t>(held.values.numel()))));
+
+  write_arrays(d);
+  const std::string data = " --data npy --data-dir " + (d / "npy").string();
+  const Output whole = noeira(d, kRun + data + " --checkpoint-dir " + (d / "ck").string() +
+                                     " --checkpoint-every 3 --keep-last 0 --out " +
+                                     (d / "whole").string());
+  ASSERT_EQ(whole.code, 0) << whole.err;
+  const Output resumed =
+      noeira(d, kRun + data + " --stream-data --resume " + (d / "ck/step-00000003").string() +
+                    " --out " + (d / "resumed").string());
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(saved_mlp(d / "resumed/model.h5"), saved_mlp(d / "whole/model.h5"));
 }
 
 TEST(CliStreamData, IsRefusedForImagesAndStillChecksEveryValue) {

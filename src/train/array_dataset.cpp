@@ -76,14 +76,17 @@ void read_finite(const io::ArraySource& a, std::int64_t count, std::string_view 
 }
 
 // Features read batch by batch rather than held: each row checked finite once, now, in pieces
-// of about 1 MiB (so that resident memory does not grow with the data set), and hashed for the
-// ranks to compare (the same pieces on every rank).
+// of about 1 MiB (so that resident memory does not grow with the data set), and hashed. The hash
+// is hash_words of all the features at once, as a held split's (train/run_data.cpp): an even
+// number of rows per piece is a whole number of 8-byte words, so the chained pieces are the same
+// fold. A checkpoint then resumes whether its run held the features or streamed them.
 std::uint64_t check_streamed(const io::ArraySource& x, std::int64_t count) {
-  std::vector<float> buffer(static_cast<std::size_t>(
-      std::max<std::int64_t>(1, (std::int64_t{1} << 20) / (4 * x.row_elements())) *
-      x.row_elements()));
+  const std::int64_t width = x.row_elements();
+  const std::int64_t piece_rows =
+      std::max<std::int64_t>(2, (std::int64_t{1} << 20) / (4 * width)) / 2 * 2;
+  std::vector<float> buffer(static_cast<std::size_t>(piece_rows * width));
   std::uint64_t hash = hash_words(std::span<const float>());
-  for_each_piece(x, count, std::int64_t{1} << 20, buffer,
+  for_each_piece(x, count, piece_rows * 4 * width, buffer,
                  [&](std::int64_t row, std::int64_t rows, std::span<float> part) {
                    x.read_rows(row, rows, part);
                    check_finite(x, row, "feature", part);

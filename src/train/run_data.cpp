@@ -62,12 +62,13 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     if (data.target_width == 0) data.num_classes = static_cast<int>(model_outputs);
     const Dataset& loaded = data;
     run.fingerprint = hash_words(std::span(loaded.pixels), run.fingerprint);
-    if (loaded.streamed) {
-      run.fingerprint = hash_words(std::span(&loaded.streamed_hash, 1), run.fingerprint);
-    } else if (loaded.float_features()) {
-      run.fingerprint = hash_words(
-          std::span(loaded.values.data(), static_cast<std::size_t>(loaded.values.numel())),
-          run.fingerprint);
+    // Float features by their own hash, held or streamed alike (array_dataset.cpp).
+    if (loaded.float_features()) {
+      const std::uint64_t features =
+          loaded.streamed ? loaded.streamed_hash
+                          : hash_words(std::span<const float>(
+                                loaded.values.data(), static_cast<std::size_t>(loaded.values.numel())));
+      run.fingerprint = hash_words(std::span(&features, 1), run.fingerprint);
     }
     run.fingerprint = hash_words(std::span(loaded.mean), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.std), run.fingerprint);
