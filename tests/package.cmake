@@ -47,3 +47,18 @@ if(TARGET noeira AND NOT NOEIRA_SANITIZE AND MPIEXEC_EXECUTABLE)
                        ENVIRONMENT "${noeira_mpiexec_env};OMP_NUM_THREADS=1;OMP_WAIT_POLICY=PASSIVE"
                        TIMEOUT 400 PROCESSORS 2)
 endif()
+
+# examples/own_transformer against the same install: a language model of the program's own
+# design on a text of its own (tests/example_own_transformer.sh).
+if(TARGET noeira AND NOT NOEIRA_SANITIZE AND MPIEXEC_EXECUTABLE AND NOEIRA_H5DIFF)
+  add_test(NAME example_own_transformer
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/example_own_transformer.sh ${CMAKE_COMMAND}
+                   ${CMAKE_GENERATOR} ${CMAKE_C_COMPILER} ${CMAKE_CXX_COMPILER}
+                   ${CMAKE_CURRENT_BINARY_DIR}/package_example/prefix ${PROJECT_SOURCE_DIR}
+                   ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${NOEIRA_H5DIFF}
+                   ${CMAKE_CURRENT_BINARY_DIR}/example_own_transformer)
+  set_tests_properties(example_own_transformer PROPERTIES
+                       FIXTURES_REQUIRED noeira_installed LABELS package_example
+                       ENVIRONMENT "${noeira_mpiexec_env};OMP_WAIT_POLICY=PASSIVE"
+                       TIMEOUT 400 PROCESSORS 2)
+endif()

@@ -10,6 +10,7 @@
 // last position's logits / temperature, the top_k largest kept (0: all), softmax in double, and
 // one uniform draw per token from the counter-based RNG at (seed, token index): the same seed
 // gives the same text, on any machine. Temperature 0 takes the most likely token.
+#include <concepts>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -75,23 +76,29 @@ std::vector<std::int32_t> generate_ids(Gpt<S>& model, Context& ctx,
                                    ids.end());
 }
 
-// The same from a recurrent LM, which has no cache: each token reruns the last `block` ids.
-template <RecurrentCell Cell, RecurrentLmShape S>
-std::vector<std::int32_t> generate_ids(RecurrentLm<Cell, S>& model, Context& ctx,
+// The same from any other language model (a recurrent LM, a program's own transformer), which
+// has no cache: each token reruns the last `block` ids.
+template <class M>
+  requires requires {
+    { M::vocab } -> std::convertible_to<std::int64_t>;
+    { M::block } -> std::convertible_to<std::int64_t>;
+  }
+std::vector<std::int32_t> generate_ids(M& model, Context& ctx,
                                        const std::vector<std::int32_t>& prompt,
                                        std::int64_t count, std::int64_t vocab_size,
                                        double temperature, std::int64_t top_k,
                                        std::uint64_t seed) {
   std::vector<std::int32_t> ids = prompt;
   for (std::int64_t i = 0; i < count; ++i) {
-    const std::size_t from = ids.size() > static_cast<std::size_t>(S.block) ? ids.size() - S.block
-                                                                            : 0;
+    const std::size_t from = ids.size() > static_cast<std::size_t>(M::block)
+                                 ? ids.size() - static_cast<std::size_t>(M::block)
+                                 : 0;
     const std::vector<std::int32_t> window(ids.begin() + static_cast<std::ptrdiff_t>(from),
                                            ids.end());
     const std::int64_t length = static_cast<std::int64_t>(window.size());
     const Tensor input = Tensor::from_host_ids({1, length}, window, ctx.target);
     const std::vector<float> logits =
-        model.forward(ctx, input).view({S.vocab}, (length - 1) * S.vocab).to_vector();
+        model.forward(ctx, input).view({M::vocab}, (length - 1) * M::vocab).to_vector();
     ids.push_back(sample_token(logits, vocab_size, temperature, top_k, seed,
                                static_cast<std::uint64_t>(i)));
   }
