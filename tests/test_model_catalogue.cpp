@@ -158,6 +158,34 @@ TEST(ModelCatalogue, AUserModelTakesThePresetsPathUnderItsOwnName) {
                           "unknown model 'mlp', expected one of: user-net");
 }
 
+// A model of one unit (a lone Linear) trains under ZeRO-3, and the header says that no rank then
+// holds less than the whole model; the same model as a Sequential of two units is not told so.
+TEST(ModelCatalogue, AOneUnitModelUnderZero3IsToldItShardsNothing) {
+  const TempDir dir;
+  write_regression(dir.path(), "train", 32);
+  write_regression(dir.path(), "test", 8);
+  const InstalledCatalogue installed(ModelCatalogue(
+      {model_entry<Linear<6, 2>>("lone", "one unit"), model_entry<UserNet>("user-net", "mine")}));
+  TrainConfig cfg;
+  cfg.data = "npy";
+  cfg.data_dir = dir.path().string();
+  cfg.epochs = 1;
+  cfg.batch = 8;
+  cfg.threads = 1;
+  cfg.policy = "zero3";
+  cfg.sim_ranks = 2;
+  for (const char* model : {"lone", "user-net"}) {
+    cfg.model = model;
+    cfg.out = (dir / model).string();
+    ::testing::internal::CaptureStdout();
+    (void)run_train(cfg);
+    const std::string out = ::testing::internal::GetCapturedStdout();
+    EXPECT_EQ(out.find("is one unit, so ZeRO-3 gathers all of its parameters") != std::string::npos,
+              std::string(model) == "lone")
+        << out;
+  }
+}
+
 // A run over a communicator of the caller's needs the caller's MPI (this test process never
 // initializes it), and its ranks are the communicator's, not simulated ones.
 TEST(RunTrainOverACommunicator, RefusesWithoutTheCallersMpiOrWithSimulatedRanks) {

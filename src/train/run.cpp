@@ -89,6 +89,12 @@ void print_run_header(Progress& progress, const TrainConfig& cfg, const LoadedRu
       "  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (", cfg.schedule, "), batch ", cfg.batch,
       is_text(cfg) ? ", steps " : ", epochs ", is_text(cfg) ? cfg.steps : cfg.epochs, ", seed ",
       cfg.seed, ", output ", out_dir));
+  // Not refused (it trains correctly), but not what ZeRO-3 is for: no rank holds less.
+  if (cfg.policy == "zero3" && r.ranks > 1 && run.units == 1) {
+    progress.note(detail::concat(
+        "note: model '", cfg.model, "' is one unit, so ZeRO-3 gathers all of its parameters at "
+        "once on every rank (a Sequential's children are its units, or mark them with Unit<>)"));
+  }
 }
 
 // What rank 0 holds for the life of a run: the checkpoint directory's lock (none without

@@ -36,6 +36,7 @@ struct LoadedRun {
   std::uint64_t fingerprint = 0;  // hash of the data: the ranks of a job must agree on it
   std::string described;          // the data's part of the header line
   std::int64_t parameters = 0;
+  std::size_t units = 0;  // the model's units (distributed/units.hpp): what a policy shards by
 };
 
 // One rank's training; `progress` and `files` are rank 0's, null elsewhere.

@@ -163,6 +163,7 @@ TrainOutcome train_model(TrainConfig& cfg, const TrainLaunch& launch) {
   {
     M probe(model_init<M>(cfg, Target::Cpu));
     described.parameters = parameter_count(probe);
+    described.units = dist::walk_units(probe).unit_params.size();
   }
   return run_ranks(cfg, launch, described,
                    [&](dist::ProcessGroup& group, Progress* progress, RunFiles* files) {
