@@ -52,7 +52,7 @@ TEST(PresetCatalogue, IsThePresetTableInOrderWithWhatEachModelIs) {
     EXPECT_EQ(e.defaults.size(), kPresets[i].defaults.size()) << e.name;
     const bool text = e.name.starts_with("gpt") || e.name.starts_with("lstm") ||
                       e.name.starts_with("gru");
-    EXPECT_EQ(e.language_model, text) << e.name;
+    EXPECT_EQ(e.language_model(), text) << e.name;
     EXPECT_EQ(e.gpt_shape != nullptr, e.name.starts_with("gpt")) << e.name;
   }
   EXPECT_EQ(catalogue.find("gpt2-124m").gpt_shape->vocab, 50257);
@@ -99,21 +99,30 @@ void write_regression(const std::filesystem::path& dir, const std::string& split
   write_npy_array(dir / (split + "_y.npy"), "<f4", {count, 2}, y);
 }
 
+// A run of `model` on the regression arrays in `dir`: ZeRO-3 on two simulated ranks, one thread
+// each.
+TrainConfig zero3_run(const TempDir& dir, const std::string& model, std::int64_t epochs,
+                      std::int64_t batch) {
+  TrainConfig cfg;
+  cfg.model = model;
+  cfg.data = "npy";
+  cfg.data_dir = dir.path().string();
+  cfg.epochs = epochs;
+  cfg.batch = batch;
+  cfg.threads = 1;
+  cfg.policy = "zero3";
+  cfg.sim_ranks = 2;
+  cfg.out = (dir / model).string();
+  return cfg;
+}
+
 TEST(ModelCatalogue, AUserModelTakesThePresetsPathUnderItsOwnName) {
   const TempDir dir;
   write_regression(dir.path(), "train", 96);
   write_regression(dir.path(), "test", 32);
   const InstalledCatalogue installed(ModelCatalogue({model_entry<UserNet>("user-net", "mine")}));
 
-  TrainConfig cfg;
-  cfg.model = "user-net";
-  cfg.data = "npy";
-  cfg.data_dir = dir.path().string();
-  cfg.epochs = 2;
-  cfg.batch = 16;
-  cfg.threads = 1;
-  cfg.policy = "zero3";
-  cfg.sim_ranks = 2;
+  TrainConfig cfg = zero3_run(dir, "user-net", 2, 16);
   cfg.checkpoint_dir = (dir / "ckpt").string();
   cfg.checkpoint_every = 6;
   cfg.out = (dir / "run").string();
@@ -166,17 +175,8 @@ TEST(ModelCatalogue, AOneUnitModelUnderZero3IsToldItShardsNothing) {
   write_regression(dir.path(), "test", 8);
   const InstalledCatalogue installed(ModelCatalogue(
       {model_entry<Linear<6, 2>>("lone", "one unit"), model_entry<UserNet>("user-net", "mine")}));
-  TrainConfig cfg;
-  cfg.data = "npy";
-  cfg.data_dir = dir.path().string();
-  cfg.epochs = 1;
-  cfg.batch = 8;
-  cfg.threads = 1;
-  cfg.policy = "zero3";
-  cfg.sim_ranks = 2;
   for (const char* model : {"lone", "user-net"}) {
-    cfg.model = model;
-    cfg.out = (dir / model).string();
+    const TrainConfig cfg = zero3_run(dir, model, 1, 8);
     ::testing::internal::CaptureStdout();
     (void)run_train(cfg);
     const std::string out = ::testing::internal::GetCapturedStdout();

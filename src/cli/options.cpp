@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <string>
 #include <utility>
@@ -178,8 +179,13 @@ bool given(const CLI::App& app, const std::string& flag) {
   return opt != nullptr && opt->count() > 0;
 }
 
-// The flags that name --data arrays' arrays.
-const std::vector<std::string> kArrayFlags = {"--train-x", "--train-y", "--test-x", "--test-y"};
+// The flags that name --data arrays' arrays, with their values.
+std::array<std::pair<std::string, const std::string*>, 4> array_flags(const TrainConfig& t) {
+  return {{{"--train-x", &t.train_x},
+           {"--train-y", &t.train_y},
+           {"--test-x", &t.test_x},
+           {"--test-y", &t.test_y}}};
+}
 
 // An option of the other task is a mistake worth saying, not a flag silently ignored.
 void check_task_options(const CLI::App& app, const TrainConfig& t) {
@@ -187,9 +193,9 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
                                               "--text-file", "--tokenizer",  "--block",
                                               "--new-vocabulary"};
   // (eval's --batch and --seed mean text windows; for images they are simply unused)
-  const std::vector<std::string> image_only = {"--epochs", "--limit-train", "--limit-test",
-                                               "--eval-batch", "--augment", "--crop-padding",
-                                               "--train-x", "--train-y", "--test-x", "--test-y"};
+  std::vector<std::string> image_only = {"--epochs",     "--limit-train", "--limit-test",
+                                         "--eval-batch", "--augment",     "--crop-padding"};
+  for (const auto& [flag, value] : array_flags(t)) image_only.push_back(flag);
   for (const std::string& flag : is_text(t) ? image_only : text_only) {
     if (given(app, flag)) {
       throw InputError(detail::concat(flag, " does not apply to --data ", t.data,
@@ -199,10 +205,7 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
   }
   // By value, not by whether given: a run's config.json holds every key, empty where unused.
   const bool arrays = t.data == "arrays";
-  const std::pair<const char*, const std::string*> named[] = {
-      {"--train-x", &t.train_x}, {"--train-y", &t.train_y}, {"--test-x", &t.test_x},
-      {"--test-y", &t.test_y}};
-  for (const auto& [flag, value] : named) {
+  for (const auto& [flag, value] : array_flags(t)) {
     if (!value->empty() && !is_text(t) && !arrays) {
       throw InputError(detail::concat(flag, " applies to --data arrays (not --data ", t.data,
                                       "), which names its arrays one by one"));
@@ -446,17 +449,18 @@ void finish_config(Command& c) {
   };
   // Arrays named one by one say which data set it is; so does a model's own (a program whose
   // data is always --data npy). The data set's defaults follow from it.
-  if (std::ranges::any_of(kArrayFlags, [&](const std::string& f) { return given(*c.app, f); })) {
+  if (std::ranges::any_of(array_flags(c.config),
+                          [&](const auto& named) { return given(*c.app, named.first); })) {
     default_to("--data", "arrays");
   }
   // Eval's model is the one its file names: a program of one model knows it already.
   const ModelCatalogue& models = model_catalogue();
-  const ModelEntry* given = models.find_if(c.config.model);
-  if (given == nullptr && c.config.model.empty() && models.entries().size() == 1) {
-    given = &models.entries().front();
+  const ModelEntry* own = models.find_if(c.config.model);
+  if (own == nullptr && c.config.model.empty() && models.entries().size() == 1) {
+    own = &models.entries().front();
   }
-  if (given != nullptr) {
-    for (const FlagValue& d : given->defaults) {
+  if (own != nullptr) {
+    for (const FlagValue& d : own->defaults) {
       if (d.flag == "--data") default_to(d.flag, d.value);
     }
   }
@@ -466,7 +470,7 @@ void finish_config(Command& c) {
   for (const auto& [flag, value] : data_defaults) {
     if (flag == "--model") default_to(flag, value);
   }
-  const ModelEntry* preset = model_catalogue().find_if(c.config.model);
+  const ModelEntry* preset = models.find_if(c.config.model);
   auto preset_sets = [&](const std::string& flag) {
     if (preset == nullptr) return false;
     return std::ranges::any_of(preset->defaults,

@@ -38,25 +38,18 @@ void check_finite(const io::ArraySource& a, std::int64_t first_row, std::string_
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
       const auto w = static_cast<std::size_t>(a.row_elements());
-      throw InputError(detail::concat(a.name(), ": sample ", first_row + static_cast<std::int64_t>(i / w),
-                                      " holds ", values[i], " at ", what, " ", i % w, " (", what,
-                                      "s must be finite)"));
+      throw InputError(detail::concat(
+          a.name(), ": sample ", first_row + static_cast<std::int64_t>(i / w), " holds ",
+          values[i], " at ", what, " ", i % w, " (", what, "s must be finite)"));
     }
   }
 }
 
-// Rows of `a` in pieces of about `piece_bytes`, for `visit(first_row, rows, values)`.
+// The first `count` rows in pieces of `piece_rows`, for `visit(first_row, rows)`.
 template <class Visit>
-void for_each_piece(const io::ArraySource& a, std::int64_t count, std::int64_t piece_bytes,
-                    std::span<float> buffer, Visit&& visit) {
-  const std::int64_t width = a.row_elements();
-  const std::int64_t piece = std::max<std::int64_t>(1, piece_bytes / (4 * width));
-  for (std::int64_t row = 0; row < count; row += piece) {
-    const std::int64_t rows = std::min(piece, count - row);
-    const std::span<float> part = buffer.empty()
-        ? std::span<float>()
-        : buffer.subspan(0, static_cast<std::size_t>(rows * width));
-    visit(row, rows, part);
+void for_each_piece(std::int64_t count, std::int64_t piece_rows, Visit&& visit) {
+  for (std::int64_t row = 0; row < count; row += piece_rows) {
+    visit(row, std::min(piece_rows, count - row));
   }
 }
 
@@ -66,13 +59,14 @@ void for_each_piece(const io::ArraySource& a, std::int64_t count, std::int64_t p
 void read_finite(const io::ArraySource& a, std::int64_t count, std::string_view what,
                  std::span<float> values) {
   const std::int64_t width = a.row_elements();
-  for_each_piece(a, count, std::int64_t{16} << 20, {}, [&](std::int64_t row, std::int64_t rows,
-                                                           std::span<float>) {
-    const std::span<float> part = values.subspan(static_cast<std::size_t>(row * width),
-                                                 static_cast<std::size_t>(rows * width));
-    a.read_rows(row, rows, part);
-    check_finite(a, row, what, part);
-  });
+  for_each_piece(count, std::max<std::int64_t>(1, (std::int64_t{16} << 20) / (4 * width)),
+                 [&](std::int64_t row, std::int64_t rows) {
+                   const std::span<float> part =
+                       values.subspan(static_cast<std::size_t>(row * width),
+                                      static_cast<std::size_t>(rows * width));
+                   a.read_rows(row, rows, part);
+                   check_finite(a, row, what, part);
+                 });
 }
 
 // Features read batch by batch rather than held: each row checked finite once, now, in pieces
@@ -86,12 +80,12 @@ std::uint64_t check_streamed(const io::ArraySource& x, std::int64_t count) {
       std::max<std::int64_t>(2, (std::int64_t{1} << 20) / (4 * width)) / 2 * 2;
   std::vector<float> buffer(static_cast<std::size_t>(piece_rows * width));
   std::uint64_t hash = hash_words(std::span<const float>());
-  for_each_piece(x, count, piece_rows * 4 * width, buffer,
-                 [&](std::int64_t row, std::int64_t rows, std::span<float> part) {
-                   x.read_rows(row, rows, part);
-                   check_finite(x, row, "feature", part);
-                   hash = hash_words(std::span<const float>(part), hash);
-                 });
+  for_each_piece(count, piece_rows, [&](std::int64_t row, std::int64_t rows) {
+    const std::span<float> part(buffer.data(), static_cast<std::size_t>(rows * width));
+    x.read_rows(row, rows, part);
+    check_finite(x, row, "feature", part);
+    hash = hash_words(std::span<const float>(part), hash);
+  });
   return hash;
 }
 

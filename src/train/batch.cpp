@@ -132,14 +132,13 @@ void read_streamed_rows(const io::ArraySource& source, std::int64_t first,
   }
 }
 
-// gather_batch of streamed features: the rows read from the file, on the CPU straight into the
-// batch, for a device through the batch's host staging and one upload.
-void gather_streamed_rows(Batch& out, const ResidentData& data, const Tensor& order,
-                          RowRange rows, Stream stream) {
+// The features of a batch read from the file (streamed): on the CPU straight into the batch, for
+// a device through the batch's host staging and one upload.
+void gather_streamed_features(Batch& out, const ResidentData& data, const Tensor& order,
+                              RowRange rows, Stream stream) {
   const std::int64_t n = rows.size();
   const std::int64_t f = data.features;
   const Target target = data.target();
-  const KernelTable& k = kernels_for(target);
   std::vector<std::int32_t> host_index;
   const std::int32_t* index = nullptr;  // the order's positions on the host
   if (order.defined()) {
@@ -152,33 +151,53 @@ void gather_streamed_rows(Batch& out, const ResidentData& data, const Tensor& or
   }
   if (target == Target::Cpu) {
     read_streamed_rows(*data.streamed, rows.begin, index, n, f, out.x.data());
-  } else {
-    out.staging.resize(static_cast<std::size_t>(n * f));
-    read_streamed_rows(*data.streamed, rows.begin, index, n, f, out.staging.data());
-    k.upload(stream, out.x.data(), out.staging.data(), out.staging.size() * sizeof(float));
+    return;
   }
-  if (!order.defined()) {
-    view_truth(out, data, rows);
-  } else {
-    gather_truth(out, data, order.ids() + rows.begin, n, stream);
-  }
+  out.staging.resize(static_cast<std::size_t>(n * f));
+  read_streamed_rows(*data.streamed, rows.begin, index, n, f, out.staging.data());
+  kernels_for(target).upload(stream, out.x.data(), out.staging.data(),
+                             out.staging.size() * sizeof(float));
 }
 
-// gather_batch of float features: rows copied as they are (file order) or gathered by the order.
-void gather_float_rows(Batch& out, const ResidentData& data, const Tensor& order, RowRange rows,
-                       Stream stream) {
+// The features of a batch of held floats: rows copied as they are (file order) or gathered by the
+// order.
+void gather_float_features(Batch& out, const ResidentData& data, const Tensor& order,
+                           RowRange rows, Stream stream) {
   const std::int64_t n = rows.size();
   const std::int64_t f = data.features;
   const KernelTable& k = kernels_for(data.target());
   if (!order.defined()) {
     k.copy(stream, out.x.data(), data.values.data() + rows.begin * f,
            static_cast<std::size_t>(n * f) * sizeof(float));
-    view_truth(out, data, rows);
+  } else {
+    k.gather_rows(stream, out.x.data(), order.ids() + rows.begin, data.values.data(), n, f,
+                  data.count);
+  }
+}
+
+// The features of a batch of bytes, normalized (and for training augmented where `augment` is
+// not null) by the same gather.
+void gather_pixel_features(Batch& out, const ResidentData& data, const Tensor& order,
+                           RowRange rows, Stream stream, const CropFlip* augment) {
+  const std::int64_t n = rows.size();
+  const std::int64_t f = data.features;
+  const KernelTable& k = kernels_for(data.target());
+  const std::uint8_t* table = data.pixels.get();
+  if (!order.defined()) {
+    // The bytes cannot be viewed as inputs: rows begin.. gathered without an index.
+    k.gather_pixels(stream, out.x.data(), nullptr, table + rows.begin * f, n, f,
+                    data.count - rows.begin, data.normalization, nullptr);
     return;
   }
-  const std::int32_t* index = order.ids() + rows.begin;
-  k.gather_rows(stream, out.x.data(), index, data.values.data(), n, f, data.count);
-  gather_truth(out, data, index, n, stream);
+  if (augment != nullptr) {
+    NOEIRA_CHECK(augment->channels * augment->height * augment->width == f &&
+                     augment->channels == data.normalization.channels,
+                 "gather_batch: augmenting images of ", augment->channels, "x", augment->height,
+                 "x", augment->width, " but ", data.name, " has ", f, " features in ",
+                 data.normalization.channels, " channels");
+  }
+  k.gather_pixels(stream, out.x.data(), order.ids() + rows.begin, table, n, f, data.count,
+                  data.normalization, augment);
 }
 
 }  // namespace
@@ -229,36 +248,22 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   const std::int64_t f = data.features;
   // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
   if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f}, target);
-  const KernelTable& k = kernels_for(target);
-  if (data.values.defined() || data.streamed) {
-    NOEIRA_CHECK(augment == nullptr, "gather_batch: ", data.name,
-                 " holds float features, which are not images to crop and flip");
-    if (data.streamed) {
-      gather_streamed_rows(out, data, order, rows, stream);
-    } else {
-      gather_float_rows(out, data, order, rows, stream);
-    }
-    return;
+  const bool floats = data.values.defined() || data.streamed;
+  NOEIRA_CHECK(!floats || augment == nullptr, "gather_batch: ", data.name,
+               " holds float features, which are not images to crop and flip");
+  if (data.streamed) {
+    gather_streamed_features(out, data, order, rows, stream);
+  } else if (floats) {
+    gather_float_features(out, data, order, rows, stream);
+  } else {
+    gather_pixel_features(out, data, order, rows, stream, augment);
   }
-  const std::uint8_t* table = data.pixels.get();
+  // The labels or targets: views in file order, gathered by the order otherwise.
   if (in_order) {
-    // The bytes cannot be viewed as inputs: rows begin.. gathered without an index.
-    k.gather_pixels(stream, out.x.data(), nullptr, table + rows.begin * f, n, f,
-                    data.count - rows.begin, data.normalization, nullptr);
     view_truth(out, data, rows);
-    return;
+  } else {
+    gather_truth(out, data, order.ids() + rows.begin, n, stream);
   }
-  const std::int32_t* index = order.ids() + rows.begin;
-  if (augment != nullptr) {
-    NOEIRA_CHECK(augment->channels * augment->height * augment->width == f &&
-                     augment->channels == data.normalization.channels,
-                 "gather_batch: augmenting images of ", augment->channels, "x", augment->height,
-                 "x", augment->width, " but ", data.name, " has ", f, " features in ",
-                 data.normalization.channels, " channels");
-  }
-  k.gather_pixels(stream, out.x.data(), index, table, n, f, data.count, data.normalization,
-                  augment);
-  gather_truth(out, data, index, n, stream);
 }
 
 }  // namespace noeira

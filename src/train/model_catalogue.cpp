@@ -29,8 +29,7 @@ void check_entry(const ModelEntry& e, const std::vector<ModelEntry>& before) {
       throw InputError(detail::concat("model catalogue: two models are named '", e.name, "'"));
     }
   }
-  if (e.train == nullptr || e.eval == nullptr || e.export_safetensors == nullptr ||
-      (e.language_model != (e.generate != nullptr))) {
+  if (e.train == nullptr || e.eval == nullptr || e.export_safetensors == nullptr) {
     throw InputError(detail::concat("model catalogue: model '", e.name,
                                     "' was not made by model_entry<M> (a body is missing)"));
   }

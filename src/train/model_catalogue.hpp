@@ -41,7 +41,6 @@ struct ModelEntry {
   std::string name;         // what --model says
   std::string description;  // one line for --help
   std::vector<FlagValue> defaults;
-  bool language_model = false;  // reads token ids and predicts the next one (--data text)
   const GptShape* gpt_shape = nullptr;  // a GPT's shape: its tensors are known without building it
 
   // The subcommands' bodies for this type (train/model_entry.hpp); generate is null for a model
@@ -55,6 +54,9 @@ struct ModelEntry {
   std::string (*generate)(const GenerateConfig& g, const TrainConfig& cfg, Target target,
                           SavedModel& saved, const Tokenizer& tokenizer,
                           const std::vector<std::int32_t>& prompt) = nullptr;
+
+  // Reads token ids and predicts the next one (--data text): what generate is for.
+  bool language_model() const { return generate != nullptr; }
 };
 
 class ModelCatalogue {

@@ -29,7 +29,6 @@ ModelEntry model_entry(std::string name, std::string description,
   e.name = std::move(name);
   e.description = std::move(description);
   e.defaults = std::move(defaults);
-  e.language_model = LanguageModel<M>;
   if constexpr (requires { { M::shape } -> std::convertible_to<GptShape>; }) {
     e.gpt_shape = &M::shape;
   }

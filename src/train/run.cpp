@@ -217,12 +217,25 @@ void check_init_vocabulary(const TrainConfig& cfg) {
       "on this text anyway"));
 }
 
-int run_world(const TrainConfig& cfg) {
-  if (!dist::MpiRuntime::launched_by_mpi()) return std::max(1, cfg.sim_ranks);
+namespace {
+
+// The ranks of a run over `comm`: its processes, or with MPI_COMM_NULL the simulated ranks (one
+// without them).
+int world_of(const TrainConfig& cfg, MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return std::max(1, cfg.sim_ranks);
   int size = 1;
-  NOEIRA_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  NOEIRA_MPI_CHECK(MPI_Comm_size(comm, &size));
   return size;
 }
+
+// The communicator of a run launched as a program: the world under an MPI launcher.
+MPI_Comm launched_comm() {
+  return dist::MpiRuntime::launched_by_mpi() ? MPI_COMM_WORLD : MPI_COMM_NULL;
+}
+
+}  // namespace
+
+int run_world(const TrainConfig& cfg) { return world_of(cfg, launched_comm()); }
 
 std::string default_out_dir(const TrainConfig& cfg) {
   const std::time_t now = std::time(nullptr);
@@ -272,14 +285,13 @@ TrainOutcome train_over(const TrainConfig& given, MPI_Comm comm) {
   // Before anything that depends on the settings, collectives above all: ranks started with
   // other options would post collectives that do not match.
   if (mpi) dist::check_ranks_agree(comm, rank_settings(cfg));
-  int world = std::max(1, cfg.sim_ranks);
-  if (mpi) NOEIRA_MPI_CHECK(MPI_Comm_size(comm, &world));
+  const int world = world_of(cfg, comm);
   check_batch_covers_ranks(cfg.batch, world, static_cast<int>(cfg.accum));
   if (!cfg.checkpoint_dir.empty()) install_stop_handlers();
   dist::ProcessGroupOptions group_options;
   group_options.timeout =
       dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
-  const TrainLaunch launch{target, mpi, world, group_options, comm};
+  const TrainLaunch launch{target, comm, world, group_options};
   return model_catalogue().find(cfg.model).train(cfg, launch);
 }
 
@@ -313,7 +325,7 @@ class RunCommunicator {
 }  // namespace
 
 TrainOutcome run_train(const TrainConfig& config) {
-  return train_over(config, dist::MpiRuntime::launched_by_mpi() ? MPI_COMM_WORLD : MPI_COMM_NULL);
+  return train_over(config, launched_comm());
 }
 
 TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm) {
@@ -326,7 +338,7 @@ TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm) {
 }
 
 void prepare_every_rank(const TrainLaunch& launch, const std::function<void()>& prepare) {
-  if (launch.mpi) {
+  if (launch.mpi()) {
     select_rank_device(launch.target, launch.comm);  // collective
     dist::agree_on_success(launch.comm, prepare);
   } else {
@@ -336,7 +348,7 @@ void prepare_every_rank(const TrainLaunch& launch, const std::function<void()>& 
 
 TrainOutcome run_ranks(const TrainConfig& cfg, const TrainLaunch& launch, const LoadedRun& run,
                        const RankBody& body) {
-  const bool mpi = launch.mpi;
+  const bool mpi = launch.mpi();
   const int world = launch.world;
   const Target target = launch.target;
   // The same options can still read other data: another file at the same path on another node.

@@ -35,8 +35,9 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
   if (!named) run.dir = image_dir(cfg);
   // Uploaded once, shared by the simulated ranks; the host copies are freed at once. The
   // fingerprint covers what a batch is made of, the bytes and the statistics that normalize them.
-  // Only the ranks of one job compare it, at start-up: it is never stored, so its value may change
-  // from one version of noeira to the next (it hashed the normalized floats before).
+  // The ranks of one job compare it at start-up, and checkpoints keep it, so that a resume on
+  // other data is refused: a change to how it is computed makes older checkpoints of that data
+  // look like another data set's.
   auto resident = [&](Split split, std::int64_t limit) {
     const bool train = split == Split::Train;
     Dataset data = named ? load_named_split(train ? cfg.train_x : cfg.test_x,

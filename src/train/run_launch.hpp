@@ -21,10 +21,13 @@ namespace noeira {
 // How run_train found the run launched, after its checks.
 struct TrainLaunch {
   Target target = Target::Cpu;
-  bool mpi = false;  // one rank per MPI process; else `world` ranks of this process
+  // The ranks' communicator, one rank per MPI process; MPI_COMM_NULL: `world` ranks of this
+  // process.
+  MPI_Comm comm = MPI_COMM_NULL;
   int world = 1;
   dist::ProcessGroupOptions group_options;
-  MPI_Comm comm = MPI_COMM_NULL;  // the ranks' communicator under MPI
+
+  bool mpi() const { return comm != MPI_COMM_NULL; }
 };
 
 // Runs `prepare` (the model's checks, the data load) on every rank: under MPI after each rank
