@@ -1,8 +1,8 @@
 // The batch gather of a data set of float features (--data npy, train/batch.hpp): rows by the
 // epoch's order and in file order are the data set's own floats, bit for bit, labels (or a
 // regression's targets) alongside; an empty last batch reads nothing; a crop-flip of features that
-// are no image is refused; a regression's spread is its targets' about their column means; CUDA
-// gathers what the CPU gathers.
+// are no image is refused; a regression's spread is its targets' about their column means; rows
+// streamed from a .npy file are the held rows; CUDA gathers what the CPU gathers.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,6 +11,8 @@
 
 #include "expect_error.hpp"
 #include "gpu_skip.hpp"
+#include "io/array_source.hpp"
+#include "io_test_files.hpp"
 #include "kernels/error.hpp"
 #include "train/augment.hpp"
 #include "train/batch.hpp"
@@ -129,6 +131,45 @@ TEST(GatherFloats, ARegressionsTargetsTravelWithTheirRows) {
   EXPECT_FALSE(b.views_data);
   EXPECT_EQ(b.targets.to_vector(), (std::vector<float>{40, 41, 10, 11}));
   EXPECT_EQ(data.targets.to_vector()[0], 0.0f);
+}
+
+// floats(count) streamed (--stream-data): its features written to `dir`/x.npy and read from there
+// batch by batch, not held.
+Dataset streamed(const testing::TempDir& dir, std::int64_t count) {
+  Dataset d = floats(count);
+  testing::write_npy_array(dir / "x.npy", "<f4", {count, kFeatures}, d.values.to_vector());
+  d.values = Tensor();
+  d.streamed = io::open_npy_source(dir / "x.npy");
+  return d;
+}
+
+// Runs of consecutive rows, repeats and single rows, in both directions.
+const std::vector<std::int32_t> kStreamOrder = {29, 3, 4, 5, 3, 0, 17, 18, 12, 5, 8, 21, 1};
+
+TEST(GatherFloats, StreamedRowsAreTheHeldRows) {
+  const testing::TempDir dir;
+  const ResidentData held = make_resident(floats(30), Target::Cpu);
+  const ResidentData read = make_resident(streamed(dir, 30), Target::Cpu);
+  EXPECT_FALSE(read.values.defined());
+  EXPECT_EQ(gathered(Target::Cpu, read, kStreamOrder, RowRange{0, 13}),
+            gathered(Target::Cpu, held, kStreamOrder, RowRange{0, 13}));
+  EXPECT_EQ(gathered(Target::Cpu, read, kStreamOrder, RowRange{2, 4}),
+            gathered(Target::Cpu, held, kStreamOrder, RowRange{2, 4}));
+  EXPECT_EQ(gathered(Target::Cpu, read, {}, RowRange{7, 30}),
+            gathered(Target::Cpu, held, {}, RowRange{7, 30}));
+  EXPECT_EQ(gathered(Target::Cpu, read, {}, RowRange{30, 30}), rows_of(floats(30), {}));
+}
+
+// Streamed rows on a device go through the host and one upload: the CPU's held rows, bit for bit.
+TEST(CudaGatherFloats, StreamedRowsMatchTheCpuBitForBit) {
+  NOEIRA_REQUIRE_GPU();
+  const testing::TempDir dir;
+  const ResidentData held = make_resident(floats(30), Target::Cpu);
+  const ResidentData gpu = make_resident(streamed(dir, 30), Target::Cuda);
+  EXPECT_EQ(gathered(Target::Cuda, gpu, kStreamOrder, RowRange{0, 13}),
+            gathered(Target::Cpu, held, kStreamOrder, RowRange{0, 13}));
+  EXPECT_EQ(gathered(Target::Cuda, gpu, {}, RowRange{7, 30}),
+            gathered(Target::Cpu, held, {}, RowRange{7, 30}));
 }
 
 TEST(CudaGatherFloats, MatchesTheCpuBitForBit) {
