@@ -68,7 +68,7 @@ std::map<int, std::filesystem::path> find_rank_files(const std::filesystem::path
 }
 
 Handle open_file(const std::filesystem::path& file) {
-  require_regular_file(file);
+  require_regular_file(file, "an HDF5 file");
   {
     // HDF5 reads the metadata in many small pieces; on a cold cache each is a disk round trip.
     // The writer packs it at the start of the file (meta block size), so ask for that region in
@@ -76,13 +76,7 @@ Handle open_file(const std::filesystem::path& file) {
     const ckpt::Fd fd(file, O_RDONLY);
     ::posix_fadvise(fd.get(), 0, kMetaPrefetchBytes, POSIX_FADV_WILLNEED);
   }
-  h5::Lock held = h5::lock();
-  if (H5Fis_hdf5(file.c_str()) <= 0) {
-    throw InputError(detail::concat(file.string(), ": not an HDF5 file (truncated or corrupted)"));
-  }
-  const Handle fapl = h5::file_access(file);
-  return Handle(NOEIRA_H5_CHECK_INPUT(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), file),
-                H5Fclose);
+  return h5::open_for_reading(file);
 }
 
 // The first field in which two files' metadata differ, for the error message.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <system_error>
 
+#include "io/file_kind.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::io::h5 {
@@ -64,6 +65,17 @@ Handle file_access(const std::filesystem::path& file) {
   Handle fapl(NOEIRA_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), file), H5Pclose);
   NOEIRA_H5_CHECK(H5Pset_file_locking(fapl.get(), false, true), file);
   return fapl;
+}
+
+Handle open_for_reading(const std::filesystem::path& file) {
+  require_regular_file(file, "an HDF5 file");
+  Lock held = lock();
+  if (H5Fis_hdf5(file.c_str()) <= 0) {
+    throw InputError(detail::concat(file.string(), ": not an HDF5 file (truncated or corrupted)"));
+  }
+  const Handle fapl = file_access(file);
+  return Handle(NOEIRA_H5_CHECK_INPUT(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), file),
+                H5Fclose);
 }
 
 std::string quote_name(std::string_view name) {

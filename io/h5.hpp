@@ -84,6 +84,12 @@ class Handle {
 // Lustre (where flock often fails) they make every open fail.
 Handle file_access(const std::filesystem::path& file);
 
+// `file` opened read-only (without the locks, as file_access): a regular file first
+// (io/file_kind.hpp: a missing file, a directory and a FIFO, which would block, are one line
+// each), then an HDF5 one, else an InputError naming it. What every reader of a user's HDF5 file
+// opens it with.
+Handle open_for_reading(const std::filesystem::path& file);
+
 // Attributes. `file` names the file in error messages; `where` names the object ("dataset
 // 'params/0.weight/val'", "the root group").
 void write_string_attr(hid_t obj, const char* name, std::string_view value,

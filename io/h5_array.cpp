@@ -69,9 +69,7 @@ class H5Source final : public ArraySource {
 std::unique_ptr<ArraySource> open_h5_source(const std::filesystem::path& file,
                                             const std::string& dataset) {
   h5::Lock held = h5::lock();
-  const h5::Handle fapl = h5::file_access(file);
-  h5::Handle f(NOEIRA_H5_CHECK_INPUT(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()), file),
-               H5Fclose);
+  h5::Handle f = h5::open_for_reading(file);
   h5::DatasetSpec spec;
   spec.any_number = true;
   h5::Dataset ds = h5::open_dataset(f.get(), dataset, spec, file);

@@ -8,7 +8,6 @@
 
 #include "core/tensor.hpp"
 #include "io/checkpoint_format.hpp"
-#include "io/file_kind.hpp"
 #include "io/h5.hpp"
 #include "io/temporary_file.hpp"
 #include "kernels/error.hpp"
@@ -142,15 +141,8 @@ struct ParamsFile {
 // Opens a parameters file for reading; anything that is not one, or whose root attributes lie,
 // is an InputError naming the file (and the attribute).
 ParamsFile open_for_reading(const std::filesystem::path& file) {
-  require_regular_file(file);
-  if (H5Fis_hdf5(file.c_str()) <= 0) {
-    throw InputError(detail::concat(file.string(), ": not an HDF5 file"));
-  }
-  const h5::Handle fapl = h5::file_access(file);
   ParamsFile out;
-  out.f = h5::Handle(NOEIRA_H5_CHECK_INPUT(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()),
-                                           file),
-                     H5Fclose);
+  out.f = h5::open_for_reading(file);
   const hid_t f = out.f.get();
   if (!h5::has_attr(f, "format", file)) {
     throw InputError(detail::concat(file.string(), ": not a noeira parameters file"));

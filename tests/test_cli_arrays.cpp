@@ -107,6 +107,7 @@ TEST(CliArrays, EveryNameItCannotUseIsOneLineNamingIt) {
   write_arrays(d);
   write_npy_array(d / "narrow.npy", "<f4", {3, 5}, std::vector<float>(15, 1.0f));
   write_npy_array(d / "floats_y.npy", "<f4", {2}, std::vector<float>{1.0f, 2.0f});
+  std::filesystem::create_directories(d / "npy.h5");
   const std::string x0 = (d / "x-0.npy").string(), sim = (d / "sim.h5").string();
   const std::string out = " --out " + (d / "run").string();
   struct Case {
@@ -118,6 +119,10 @@ TEST(CliArrays, EveryNameItCannotUseIsOneLineNamingIt) {
       {named(d, sim + ":/fields/nope"), "dataset 'fields/nope'"},
       {named(d, (d / "x.csv").string()), "x.csv: not an array file noeira reads"},
       {named(d, (d / "none.npy").string()), "none.npy"},
+      {named(d, (d / "none.h5").string() + ":/x"), "none.h5: file not found"},
+      {named(d, (d / "npy").string() + ".h5:/x"), "npy.h5: is a directory, expected an HDF5 file"},
+      {named(d, (d / "x-0.npy").string() + "," + (d / "npy/train_x.npy").string() + ".h5:/x"),
+       "train_x.npy.h5: file not found"},
       {named(d, x0 + "," + (d / "narrow.npy").string()),
        "narrow.npy: rows of shape [rows, 5] beside shard"},
       {named(d, x0 + ",," + x0), "shard 2 of the list is empty"},
