@@ -113,8 +113,8 @@ constexpr RootAttribute kRootAttributes[] = {
     {"input", 4096, is_printable, "a line of text"},
     {"output", 4096, is_printable, "a line of text"},
     {"input_shape", 65536, is_list, "a JSON list"},
-    {"input_mean", 65536, is_list, "a JSON list"},
-    {"input_std", 65536, is_list, "a JSON list"},
+    {"input_mean", ckpt::kMaxTextBytes, is_list, "a JSON list"},
+    {"input_std", ckpt::kMaxTextBytes, is_list, "a JSON list"},
     {"labels", 65536, is_list, "a JSON list"},
 };
 
@@ -257,7 +257,11 @@ void save_params(const std::filesystem::path& file, std::string_view model,
   const std::filesystem::path& tmp = written.path();
   {
     h5::Lock held = h5::lock();
-    const hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    // HDF5 1.8's format at least: an attribute past 64 KiB (a normalization of many features,
+    // train/feature_normalization.hpp) is stored densely instead of failing the write.
+    h5::Handle fapl(NOEIRA_H5_CHECK(H5Pcreate(H5P_FILE_ACCESS), tmp), H5Pclose);
+    NOEIRA_H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST), tmp);
+    const hid_t id = H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
     if (id < 0) throw written.cannot_create();
     h5::Handle f(id, H5Fclose);
     h5::write_string_attr(f.get(), "format", kFormat, tmp);

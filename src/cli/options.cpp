@@ -311,6 +311,14 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--crop-padding", t.crop_padding,
                "crop-flip: pixels of padding on every side (default 2, 4 for cifar10)")
       ->check(whole_in(0, kMaxCropPadding));
+  a.add_option("--normalize", t.normalize,
+               "npy, h5, arrays: standardize (each feature by the training split's mean and "
+               "standard deviation, recorded in model.h5 and applied by eval) or none")
+      ->check(CLI::IsMember({"none", "standardize"}));
+  a.add_option("--feature-scale", t.feature_scale,
+               "npy, h5, arrays: the model's inputs are x * scale + shift (e.g. 0.00392156862745098 "
+               "= 1/255 for uint8 images); recorded in model.h5 as --normalize is");
+  a.add_option("--feature-shift", t.feature_shift, "npy, h5, arrays: see --feature-scale");
   a.add_option("--optimizer", t.optimizer, "sgd, adam or adamw")
       ->check(CLI::IsMember(kOptimizerNames.names()));
   a.add_option("--lr", t.lr, "Base learning rate")->check(real_in(kMinLr, kMaxLr));

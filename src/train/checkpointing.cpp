@@ -162,6 +162,11 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                  {"data", cfg.data}};
   // A language model's tokenizer travels with it: generation decodes without the corpus.
   if (!cfg.vocabulary.empty()) meta.labels["vocabulary"] = cfg.vocabulary;
+  // A user's arrays' normalization: eval of the checkpoint applies what training applied.
+  if (!cfg.input_mean.empty()) {
+    meta.labels["input_mean"] = cfg.input_mean;
+    meta.labels["input_std"] = cfg.input_std;
+  }
 
   // The writer reads host memory: a policy on the GPU stages its pieces first (all at once; a
   // rank's slice of the state is what it holds anyway, so this at most doubles it briefly).

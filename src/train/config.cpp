@@ -1,10 +1,12 @@
 #include "train/config.hpp"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "distributed/grad_reducer.hpp"
 #include "kernels/error.hpp"
 #include "train/augment.hpp"
+#include "train/dataset.hpp"
 
 namespace noeira {
 
@@ -54,6 +56,9 @@ nlohmann::json to_json(const TrainConfig& c) {
               {"new-vocabulary", c.new_vocabulary}});
   } else {
     j.update({{"stream-data", c.stream_data},
+              {"normalize", c.normalize},
+              {"feature-scale", c.feature_scale},
+              {"feature-shift", c.feature_shift},
               {"train-x", c.train_x},
               {"train-y", c.train_y},
               {"test-x", c.test_x},
@@ -112,6 +117,36 @@ DType parse_reduce_dtype(std::string_view name) { return kReduceDtypeNames.parse
 
 DType parse_grad_dtype(std::string_view name) { return kGradDtypeNames.parse(name); }
 
+namespace {
+
+// --normalize, --feature-scale and --feature-shift (train/feature_normalization.hpp).
+void validate_normalization(const TrainConfig& c) {
+  if (c.normalize != "none" && c.normalize != "standardize") {
+    throw InputError(
+        detail::concat("--normalize must be none or standardize, got '", c.normalize, "'"));
+  }
+  if (!(std::isfinite(c.feature_scale) && c.feature_scale != 0.0)) {
+    throw InputError(detail::concat("--feature-scale must be a finite number other than 0, got ",
+                                    c.feature_scale));
+  }
+  if (!std::isfinite(c.feature_shift)) {
+    throw InputError(detail::concat("--feature-shift must be finite, got ", c.feature_shift));
+  }
+  const bool scaled = c.feature_scale != 1.0 || c.feature_shift != 0.0;
+  if (c.normalize == "standardize" && scaled) {
+    throw InputError("--normalize standardize and --feature-scale/--feature-shift: standardizing "
+                     "undoes any scale and shift; give one or the other");
+  }
+  if ((c.normalize != "none" || scaled) && (is_text(c) || holds_pixels(parse_dataset_kind(c.data)))) {
+    throw InputError(detail::concat(
+        c.normalize != "none" ? "--normalize" : "--feature-scale/--feature-shift",
+        " applies to a user's arrays (--data npy, h5 or arrays), not --data ", c.data,
+        is_text(c) ? "" : " (its images are normalized by the data set's published statistics)"));
+  }
+}
+
+}  // namespace
+
 void validate(const TrainConfig& c) {
   (void)parse_device(c.device);
   (void)parse_precision(c.precision);
@@ -152,6 +187,7 @@ void validate(const TrainConfig& c) {
   non_negative(static_cast<double>(c.limit_train), "limit-train");
   non_negative(static_cast<double>(c.limit_test), "limit-test");
   (void)parse_augment(c.augment);
+  validate_normalization(c);
   non_negative(static_cast<double>(c.crop_padding), "crop-padding");
   non_negative(static_cast<double>(c.log_every), "log-every");
   non_negative(static_cast<double>(c.warmup), "warmup");

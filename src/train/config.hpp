@@ -41,6 +41,12 @@ struct TrainConfig {
   // A user's float features read batch by batch from their files instead of held in memory (data
   // larger than memory); they are anyway when holding them would take over a quarter of it.
   bool stream_data = false;
+  // How a user's features become the model's inputs (train/feature_normalization.hpp): none, or
+  // standardize (each feature by the training split's mean and standard deviation); or, instead,
+  // x · feature_scale + feature_shift (a uint8 image's 1/255 and 0).
+  std::string normalize = "none";
+  double feature_scale = 1.0;
+  double feature_shift = 0.0;
   // Text (--data text): a corpus file (or data_dir, a directory of text files; neither: the
   // fortunes package), its tokenizer, and a run of `steps` steps evaluated every `eval_every`
   // on `eval_batches` batches of validation windows. Epochs do not apply.
@@ -128,6 +134,10 @@ struct TrainConfig {
   // Text: the run's tokenizer (Tokenizer::to_text), set when the corpus is loaded, not by a flag;
   // stored with the parameters and checkpoints so that generation needs no corpus.
   std::string vocabulary;
+  // A user's arrays: the normalization the run applies, as the float lists model.h5 records
+  // (input_mean, input_std; both empty: none), set when the data is loaded, not by a flag; eval
+  // takes them from the saved model.
+  std::string input_mean, input_std;
   // --init-from a language model of another vocabulary than this run's corpus gives: meant
   // (fine-tuning on new text, the embedding rows taking new tokens' meanings), else refused.
   bool new_vocabulary = false;

@@ -37,6 +37,8 @@ EvalResult run_eval(const TrainConfig& given) {
   SavedModel saved = SavedModel::open(given);
   TrainConfig cfg = given;
   cfg.model = saved.model();
+  cfg.input_mean = saved.input_mean();
+  cfg.input_std = saved.input_std();
   return model_catalogue().find(cfg.model).eval(cfg, target, saved);
 }
 

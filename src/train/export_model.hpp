@@ -23,6 +23,8 @@ std::map<std::string, std::string> described(const SavedModel& saved, M& model) 
   TrainConfig told;
   told.data = saved.data();
   told.vocabulary = saved.vocabulary();
+  told.input_mean = saved.input_mean();
+  told.input_std = saved.input_std();
   if (!told.vocabulary.empty()) {
     told.tokenizer = std::string(to_string(Tokenizer::from_text(told.vocabulary).kind()));
   } else if (told.data.empty() || told.data == "text") {

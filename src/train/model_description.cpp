@@ -33,11 +33,21 @@ void describe_images(std::map<std::string, std::string>& out, DatasetKind kind,
   out["labels"] = labels.dump();
 }
 
-// A user's arrays (--data npy, h5): no statistics or names to record, the features are the
-// files'.
-void describe_arrays(std::map<std::string, std::string>& out, const ModelSizes& m) {
-  out["input"] = detail::concat("float32 rows of ", m.in_dim,
-                                " features, as the training arrays (x) held them");
+// A user's arrays (--data npy, h5, arrays): no names to record; the features are the files', or
+// their normalization is recorded.
+void describe_arrays(std::map<std::string, std::string>& out, const TrainConfig& cfg,
+                     const ModelSizes& m) {
+  if (cfg.input_mean.empty()) {
+    out["input"] = detail::concat("float32 rows of ", m.in_dim,
+                                  " features, as the training arrays (x) held them");
+  } else {
+    // The very lists the run applied (train/feature_normalization.hpp).
+    out["input"] = detail::concat(
+        "float32 rows of ", m.in_dim, " features: value = (x - input_mean[f]) / input_std[f] for "
+        "x as the training arrays held it (lists of one value: the same for every feature)");
+    out["input_mean"] = cfg.input_mean;
+    out["input_std"] = cfg.input_std;
+  }
   out["output"] = detail::concat("float32 [rows, ", m.out_dim,
                                  "]: class logits (the class is the arg-max) for integer labels "
                                  "y, the predicted targets for float targets y");
@@ -54,7 +64,7 @@ std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg, cons
     if (holds_pixels(kind)) {
       describe_images(out, kind, m);
     } else {
-      describe_arrays(out, m);
+      describe_arrays(out, cfg, m);
     }
     return out;
   }

@@ -6,6 +6,7 @@
 #include "io/text.hpp"
 #include "kernels/error.hpp"
 #include "train/array_dataset.hpp"
+#include "train/feature_normalization.hpp"
 
 namespace noeira {
 
@@ -61,6 +62,16 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
                                       model_outputs - 1, ")"));
     }
     if (data.target_width == 0) data.num_classes = static_cast<int>(model_outputs);
+    if (data.features != model_inputs) {
+      throw InputError(detail::concat("model '", cfg.model, "' takes ", model_inputs,
+                                      " inputs per sample, but ", data.name, " has ",
+                                      data.features, " (choose a preset for this data set)"));
+    }
+    // The training split decides the normalization (evaluation: the saved model's).
+    if (train) {
+      run.normalization = feature_normalization(data, cfg.normalize == "standardize",
+                                                cfg.feature_scale, cfg.feature_shift);
+    }
     const Dataset& loaded = data;
     run.fingerprint = hash_words(std::span(loaded.pixels), run.fingerprint);
     // Float features by their own hash, held or streamed alike (array_dataset.cpp).
@@ -75,18 +86,21 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     run.fingerprint = hash_words(std::span(loaded.std), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.labels), run.fingerprint);
     run.fingerprint = hash_words(std::span(loaded.targets), run.fingerprint);
+    // The features as the files hold them, then what becomes of them.
+    if (!run.normalization.identity()) {
+      run.fingerprint = hash_words(std::span<const float>(run.normalization.mean), run.fingerprint);
+      run.fingerprint = hash_words(std::span<const float>(run.normalization.std), run.fingerprint);
+      normalize_features(data, run.normalization);
+    }
     return make_resident(std::move(data), target);
   };
+  if (!train_split) {
+    run.normalization = parse_feature_normalization(cfg.input_mean, cfg.input_std, model_inputs,
+                                                    cfg.params.empty() ? cfg.eval_checkpoint
+                                                                       : cfg.params);
+  }
   if (train_split) run.train = resident(Split::Train, cfg.limit_train);
   run.test = resident(Split::Test, cfg.limit_test);
-  for (const ResidentData* split : {&run.test, &run.train}) {
-    if (!train_split && split == &run.train) continue;
-    if (split->features != model_inputs) {
-      throw InputError(detail::concat("model '", cfg.model, "' takes ", model_inputs,
-                                      " inputs per sample, but ", split->name, " has ",
-                                      split->features, " (choose a preset for this data set)"));
-    }
-  }
   if (train_split && run.train.regression() != run.test.regression()) {
     const auto kind = [](const ResidentData& d) {
       return d.regression() ? "float regression targets" : "integer class labels";
@@ -110,8 +124,14 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
   const std::string from =
       dir.empty() ? detail::concat(cfg.train_x, " and ", cfg.test_x) : dir.string();
   const char* streamed = test.streamed ? " (features streamed from the files)" : "";
+  const std::string normalized =
+      cfg.normalize == "standardize"
+          ? ", features standardized by the training split's statistics"
+          : (normalization.identity() ? std::string()
+                                      : detail::concat(", features x * ", cfg.feature_scale,
+                                                       " + ", cfg.feature_shift));
   return detail::concat(cfg.data, " ", train.count, " train / ", test.count, " test samples",
-                        regression, " from ", from, streamed, augmented);
+                        regression, " from ", from, streamed, normalized, augmented);
 }
 
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {

@@ -13,6 +13,7 @@
 #include "train/batch.hpp"
 #include "train/supervised.hpp"
 #include "train/config.hpp"
+#include "train/feature_normalization.hpp"
 #include "train/language_model.hpp"
 #include "train/presets.hpp"
 #include "train/text_data.hpp"
@@ -24,6 +25,9 @@ struct ImageRun {
   std::filesystem::path dir;
   ResidentData train, test;
   std::uint64_t fingerprint = 0;  // hash_words of every split loaded: the ranks of a job compare it
+  // What the features became (a user's arrays): the training split's decision, or the saved
+  // model's in evaluation.
+  FeatureNormalization normalization;
 
   SupervisedTask task(const TrainConfig& cfg) const {
     return SupervisedTask(train, test, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed,

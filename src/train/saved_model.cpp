@@ -2,6 +2,7 @@
 
 #include "kernels/error.hpp"
 #include "train/dataset.hpp"
+#include "train/feature_normalization.hpp"
 #include "train/model_catalogue.hpp"
 #include "train/presets.hpp"
 #include "train/tokenizer.hpp"
@@ -39,6 +40,15 @@ void check_names(const std::string& where, const std::map<std::string, std::stri
                                       kDatasetNames.joined(), ")"));
     }
   }
+}
+
+// `data` when it names a user's arrays (whose features a run may normalize), else "".
+std::string arrays_normalization(const std::string& data) {
+  if (data.empty() || data == "text") return {};
+  for (const auto& row : kDatasetNames.rows) {
+    if (row.name == data) return holds_pixels(row.value) ? std::string() : data;
+  }
+  return {};
 }
 
 }  // namespace
@@ -80,6 +90,14 @@ void check_model_description(const std::filesystem::path& file,
     }
   } else if (*data == "text") {
     refuse("data", "is 'text', but the file holds no vocabulary");
+  } else if (!arrays_normalization(*data).empty()) {
+    // A user's arrays: the normalization the run applied, when it applied one.
+    const std::string* mean = find("input_mean");
+    const std::string* std = find("input_std");
+    told.input_mean = mean == nullptr ? std::string() : *mean;
+    told.input_std = std == nullptr ? std::string() : *std;
+    (void)parse_feature_normalization(told.input_mean, told.input_std, sizes.in_dim,
+                                      file.string());
   }
   std::map<std::string, std::string> expected;
   try {
@@ -143,6 +161,11 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
   if (stored.empty() && cfg.model.empty()) throw InputError(nameless + "; pass --model");
   saved.vocabulary_ = told("vocabulary");
   saved.data_ = told("data");
+  // A user's arrays' normalization (an image data set's input_mean is its published statistics).
+  if (!arrays_normalization(saved.data_).empty()) {
+    saved.input_mean_ = told("input_mean");
+    saved.input_std_ = told("input_std");
+  }
   saved.model_ = cfg.model.empty() ? stored : cfg.model;
   // The file's tensors against the preset before its model is built: a small file that cannot
   // fit must not cost the model's memory first.

@@ -37,6 +37,10 @@ class SavedModel {
   // (a file written by PyTorch, a model.h5 of an older noeira).
   const std::string& data() const { return data_; }
   std::string source() const;  // the path, for messages
+  // A user's arrays: the normalization training applied (the float lists input_mean, input_std;
+  // empty: none), for eval to apply alike (train/feature_normalization.hpp).
+  const std::string& input_mean() const { return input_mean_; }
+  const std::string& input_std() const { return input_std_; }
 
   // Fills a freshly built model of the preset with the stored values (names and shapes checked;
   // non-finite values refused unless the configuration allowed them).
@@ -51,6 +55,7 @@ class SavedModel {
   std::string model_;
   std::string vocabulary_;
   std::string data_;
+  std::string input_mean_, input_std_;
   std::map<std::string, std::string> description_;  // a model.h5's root attributes
   NonFinite non_finite_ = NonFinite::Refuse;
 };

@@ -156,6 +156,14 @@ TrainOutcome train_model(TrainConfig& cfg, const TrainLaunch& launch) {
     detail::check_model_options<M>(cfg);
     loaded.emplace(load());
     cfg.data_fingerprint = loaded->fingerprint;
+    if constexpr (!LanguageModel<M>) {
+      // Recorded with the parameters and in checkpoints, for eval to apply.
+      const FeatureNormalization& n = loaded->normalization;
+      if (!n.identity()) {
+        cfg.input_mean = float_list_text(n.mean);
+        cfg.input_std = float_list_text(n.std);
+      }
+    }
     if (LanguageModel<M> && !cfg.init_from.empty()) check_init_vocabulary(cfg);
   });
   const auto& run = *loaded;
