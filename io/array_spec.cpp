@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "io/npz.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira::io {
@@ -14,7 +15,7 @@ bool ends_with_any(std::string_view s, std::initializer_list<std::string_view> e
   return std::ranges::any_of(endings, [&](std::string_view e) { return s.ends_with(e); });
 }
 
-constexpr std::string_view kForms = "(file.npy, or file.h5:/path/to/dataset)";
+constexpr std::string_view kForms = "(file.npy, file.npz:x, or file.h5:/path/to/dataset)";
 
 std::unique_ptr<ArraySource> open_one(std::string_view spec) {
   if (spec.empty()) throw InputError(detail::concat("an empty array name ", kForms));
@@ -35,6 +36,13 @@ std::unique_ptr<ArraySource> open_one(std::string_view spec) {
                                     spec, ":/x"));
   }
   if (spec.ends_with(".npy")) return open_npy_source(std::string(spec));
+  // An .npz archive's array by its name, or its only one.
+  if (colon != std::string_view::npos && spec.substr(0, colon).ends_with(".npz")) {
+    const std::string_view member = spec.substr(colon + 1);
+    if (member.empty()) throw InputError(detail::concat(spec, ": names no array in the archive"));
+    return open_npz_source(std::string(spec.substr(0, colon)), std::string(member));
+  }
+  if (spec.ends_with(".npz")) return open_npz_source(std::string(spec), "");
   throw InputError(detail::concat(spec, ": not an array file noeira reads ", kForms));
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // An array named on the command line (--train-x and its siblings): a NumPy file, "part.npy"; an
-// HDF5 dataset, "file.h5:/group/x" (".h5", ".hdf5" or ".he5", and the dataset's path in it); or
+// array of a NumPy archive, "data.npz:x" ("data.npz" alone: its only array; io/npz.hpp); an HDF5
+// dataset, "file.h5:/group/x" (".h5", ".hdf5" or ".he5", and the dataset's path in it); or
 // shards of either, joined by commas ("part-0.npy,part-1.npy,more.h5:/x"), read as one array
 // whose rows are the shards' rows in the order given. Shards must agree on everything but their
 // number of rows: the shape of a row and whether they hold floats. Refused in one line naming the

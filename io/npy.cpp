@@ -217,14 +217,11 @@ std::int64_t NpyHeader::row_elements() const {
   return n;
 }
 
-NpyHeader read_npy_header(const std::filesystem::path& path) {
-  require_regular_file(path, "a NumPy .npy file");
-  const std::uint64_t file_bytes = std::filesystem::file_size(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open");
+NpyHeader read_npy_header(const std::filesystem::path& name, const NpyByteReader& read,
+                          std::uint64_t total_bytes) {
+  const auto& path = name;
   std::array<char, 12> prefix{};
-  in.read(prefix.data(), 8);
-  if (in.gcount() != 8 || std::string_view(prefix.data(), 6) != kMagic) {
+  if (read(prefix.data(), 8) != 8 || std::string_view(prefix.data(), 6) != kMagic) {
     fail(path, "not a NumPy .npy file (no \\x93NUMPY magic)");
   }
   const int major = static_cast<unsigned char>(prefix[6]);
@@ -234,19 +231,17 @@ NpyHeader read_npy_header(const std::filesystem::path& path) {
                               " (noeira reads 1.0, 2.0 and 3.0)"));
   }
   const std::size_t length_bytes = major == 1 ? 2 : 4;
-  in.read(prefix.data() + 8, static_cast<std::streamsize>(length_bytes));
-  if (in.gcount() != static_cast<std::streamsize>(length_bytes)) fail(path, "truncated header");
+  if (read(prefix.data() + 8, length_bytes) != length_bytes) fail(path, "truncated header");
   std::uint32_t header_len = 0;
   for (std::size_t i = 0; i < length_bytes; ++i) {
     header_len |= static_cast<std::uint32_t>(static_cast<unsigned char>(prefix[8 + i])) << (8 * i);
   }
   const std::uint64_t offset = 8 + length_bytes + header_len;
-  if (header_len > kMaxHeaderBytes || offset > file_bytes) {
-    fail(path, detail::concat("header of ", header_len, " bytes in a file of ", file_bytes));
+  if (header_len > kMaxHeaderBytes || offset > total_bytes) {
+    fail(path, detail::concat("header of ", header_len, " bytes in a file of ", total_bytes));
   }
   std::string text(header_len, '\0');
-  in.read(text.data(), header_len);
-  if (in.gcount() != static_cast<std::streamsize>(header_len)) fail(path, "truncated header");
+  if (read(text.data(), header_len) != header_len) fail(path, "truncated header");
   if (text.empty() || text.back() != '\n') fail(path, "header: does not end with a newline");
   NpyHeader h = HeaderParser(path, text).parse();
   const TypeEntry& type = parse_descr(path, h.descr);
@@ -254,7 +249,7 @@ NpyHeader read_npy_header(const std::filesystem::path& path) {
   h.item_bytes = type.bytes;
   h.data_offset = offset;
   const std::uint64_t need = checked_bytes(path, h);
-  const std::uint64_t have = file_bytes - offset;
+  const std::uint64_t have = total_bytes - offset;
   if (have != need) {
     std::string shape;
     for (const std::int64_t d : h.shape) shape += detail::concat(shape.empty() ? "" : ", ", d);
@@ -263,6 +258,19 @@ NpyHeader read_npy_header(const std::filesystem::path& path) {
                               have < need ? " (truncated)" : " (bytes after the array)"));
   }
   return h;
+}
+
+NpyHeader read_npy_header(const std::filesystem::path& path) {
+  require_regular_file(path, "a NumPy .npy file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open");
+  return read_npy_header(
+      path,
+      [&](char* out, std::size_t n) {
+        in.read(out, static_cast<std::streamsize>(n));
+        return static_cast<std::size_t>(in.gcount());
+      },
+      std::filesystem::file_size(path));
 }
 
 NpyArray NpyArray::open(const std::filesystem::path& path) {
@@ -365,42 +373,49 @@ void release_pages(const std::byte* data, std::size_t bytes) {
 
 }  // namespace
 
-void NpyArray::read_rows(std::int64_t begin, std::int64_t count, std::span<float> out) const {
-  const std::byte* data = row_bytes(begin, count, out.size());
+void convert_npy_elements(const NpyHeader& h, const std::byte* data, std::span<float> out) {
   // An empty read (zero rows, or rows of zero elements) copies nothing; memcpy must not
   // see the null pointers an empty span and an empty mapping may carry.
   if (out.empty()) return;
-  if (header_.type == NpyType::F32) {
+  if (h.type == NpyType::F32) {
     std::memcpy(out.data(), data, out.size_bytes());
   } else {
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = element<float>(data, header_.type, i);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = element<float>(data, h.type, i);
   }
-  release_pages(data, out.size() * header_.item_bytes);
+}
+
+void convert_npy_elements(const NpyHeader& h, const std::byte* data,
+                          std::span<std::int64_t> out, const std::filesystem::path& name,
+                          std::int64_t first_row) {
+  const NpyType t = h.type;
+  if (h.holds_floats()) {
+    fail(name, detail::concat("holds ", npy_type_name(t), ", expected integers (labels or ids)"));
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (t == NpyType::U64) {
+      // Refused rather than wrapped: a uint64 past int64's range is no label or id.
+      const auto v = element<std::uint64_t>(data, t, i);
+      if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+        fail(name, detail::concat("row ", first_row + static_cast<std::int64_t>(i) /
+                                                         std::max<std::int64_t>(1, h.row_elements()),
+                                  " holds ", v, ", past int64's range"));
+      }
+    }
+    out[i] = element<std::int64_t>(data, t, i);
+  }
+}
+
+void NpyArray::read_rows(std::int64_t begin, std::int64_t count, std::span<float> out) const {
+  const std::byte* data = row_bytes(begin, count, out.size());
+  convert_npy_elements(header_, data, out);
+  if (!out.empty()) release_pages(data, out.size() * header_.item_bytes);
 }
 
 void NpyArray::read_rows(std::int64_t begin, std::int64_t count,
                          std::span<std::int64_t> out) const {
-  const NpyType t = header_.type;
-  if (header_.holds_floats()) {
-    fail(path_, detail::concat("holds ", npy_type_name(t), ", expected integers (labels or ids)"));
-  }
-  if (t == NpyType::U64) {
-    // Refused rather than wrapped: a uint64 past int64's range is no label or id.
-    const std::byte* data = row_bytes(begin, count, out.size());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      const auto v = element<std::uint64_t>(data, t, i);
-      if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-        fail(path_, detail::concat("row ", begin + static_cast<std::int64_t>(i) /
-                                                       std::max<std::int64_t>(1, header_.row_elements()),
-                                   " holds ", v, ", past int64's range"));
-      }
-      out[i] = static_cast<std::int64_t>(v);
-    }
-    return;
-  }
   const std::byte* data = row_bytes(begin, count, out.size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = element<std::int64_t>(data, t, i);
-  release_pages(data, out.size() * header_.item_bytes);
+  convert_npy_elements(header_, data, out, path_, begin);
+  if (!out.empty()) release_pages(data, out.size() * header_.item_bytes);
 }
 
 }  // namespace noeira::io

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +43,21 @@ struct NpyHeader {
 
 // The header of `path`, checked against the file's size; InputError naming the file otherwise.
 NpyHeader read_npy_header(const std::filesystem::path& path);
+
+// Reads up to n bytes of an array's beginning into out, in order, returning how many it read.
+using NpyByteReader = std::function<std::size_t(char* out, std::size_t n)>;
+// The same from an array of `total_bytes` whose bytes `read` gives (a member of a .npz archive);
+// `name` names it in messages.
+NpyHeader read_npy_header(const std::filesystem::path& name, const NpyByteReader& read,
+                          std::uint64_t total_bytes);
+
+// out.size() elements of `h`'s type at `data` (the array's raw bytes), converted as
+// NpyArray::read_rows converts them; the second for labels and ids, refusing floats and a uint64
+// past int64 (naming `name` and the row, counted from first_row).
+void convert_npy_elements(const NpyHeader& h, const std::byte* data, std::span<float> out);
+void convert_npy_elements(const NpyHeader& h, const std::byte* data,
+                          std::span<std::int64_t> out, const std::filesystem::path& name,
+                          std::int64_t first_row);
 
 // "float32", "uint8", ...: NumPy's names, for messages.
 const char* npy_type_name(NpyType type);

@@ -11,7 +11,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libhdf5-openmpi-dev hdf5-tools
   libopenblas-openmp-dev libdnnl-dev ocl-icd-opencl-dev
-  zlib1g-dev
+  zlib1g-dev libzip-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
   dataset-fashion-mnist fortunes time

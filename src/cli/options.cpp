@@ -74,8 +74,8 @@ CLI::Validator name_map_or_empty() {
 // --<split>-x and --<split>-y, the arrays --data arrays names for one split.
 void add_split_arrays(CLI::App& a, const std::string& split, std::string& x, std::string& y) {
   a.add_option("--" + split + "-x", x,
-               "arrays: the " + split + " features: file.npy, file.h5:/group/x, or shards of "
-               "either joined by commas (read as one array, rows in turn)");
+               "arrays: the " + split + " features: file.npy, file.npz:x, file.h5:/group/x, or "
+               "shards of these joined by commas (read as one array, rows in turn)");
   a.add_option("--" + split + "-y", y,
                "arrays: the " + split + " labels (integers) or regression targets (floats), "
                "named as --" + split + "-x");

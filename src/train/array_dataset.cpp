@@ -186,7 +186,7 @@ Dataset load_named_split(std::string_view x_spec, std::string_view y_spec, std::
     if (spec.empty()) {
       throw InputError(detail::concat("--data arrays needs --", split, "-", role, " (the ", split,
                                       role == std::string_view("x") ? " features" : " labels or targets",
-                                      ": file.npy, file.h5:/dataset, or shards joined by commas)"));
+                                      ": file.npy, file.npz:x, file.h5:/dataset, or shards joined by commas)"));
     }
   }
   std::shared_ptr<const io::ArraySource> x = io::open_array_spec(x_spec);
