@@ -104,6 +104,8 @@ NOEIRA_HD float forward(Activation a, float x) {
       return x * (r < 0.0f ? 0.0f : (r > 6.0f ? 6.0f : r)) / 6.0f;
     }
     case Activation::Mish: return x * mish_gate(x);
+    // PyTorch's Softplus: x itself above the threshold 20, where log1p(e^x) is x in float.
+    case Activation::Softplus: return x > 20.0f ? x : log1pf(expf(x));
   }
   return x;
 }
@@ -137,6 +139,12 @@ NOEIRA_HD float derivative(Activation a, float x, float y) {
       // d/dx x·t(x) with t = tanh(softplus(x)): t + x·(1 − t²)·sigmoid(x).
       const float t = mish_gate(x);
       return t + x * (1.0f - t * t) * sigmoid(x);
+    }
+    // PyTorch's: z / (z + 1) with z = e^x (the sigmoid), 1 above the threshold.
+    case Activation::Softplus: {
+      if (x > 20.0f) return 1.0f;
+      const float z = expf(x);
+      return z / (z + 1.0f);
     }
   }
   return 1.0f;

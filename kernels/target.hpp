@@ -16,9 +16,9 @@ enum class DType : std::uint8_t { F32, I32, BF16, F64, I64 };
 
 // The activation fused after a Linear, or applied on its own by an activation leaf.
 // PyTorch's functions of the same names: ELU with alpha 1, HardSwish x·relu6(x + 3)/6, Mish
-// x·tanh(softplus(x)).
+// x·tanh(softplus(x)), Softplus log(1 + e^x) with beta 1 and threshold 20 (x itself above 20).
 enum class Activation : std::uint8_t {
-  Identity, ReLU, Tanh, Sigmoid, GeluTanh, GeluErf, SiLU, Elu, HardSwish, Mish
+  Identity, ReLU, Tanh, Sigmoid, GeluTanh, GeluErf, SiLU, Elu, HardSwish, Mish, Softplus
 };
 
 // The precision of the operands of the matrix products (Linear, attention's batched products,
@@ -89,6 +89,7 @@ constexpr std::string_view to_string(Activation a) {
     case Activation::Elu: return "elu";
     case Activation::HardSwish: return "hardswish";
     case Activation::Mish: return "mish";
+    case Activation::Softplus: return "softplus";
   }
   return "?";
 }
@@ -96,7 +97,7 @@ constexpr std::string_view to_string(Activation a) {
 // True when the derivative of the activation needs its input (pre-activation), not only its output.
 constexpr bool activation_needs_input(Activation a) {
   return a == Activation::GeluTanh || a == Activation::GeluErf || a == Activation::SiLU ||
-         a == Activation::HardSwish || a == Activation::Mish;
+         a == Activation::HardSwish || a == Activation::Mish || a == Activation::Softplus;
 }
 
 }  // namespace noeira

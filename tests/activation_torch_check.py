@@ -8,7 +8,7 @@ usage: activation_torch_check.py FILE [--perturb TENSOR]
             show the check fails (tests/activation_torch.cmake registers that run too)
 
 The reference is torch.nn.functional in float64 with autograd (relu, tanh, sigmoid, gelu with
-approximate='tanh' and without, silu, elu, hardswish, mish). Each noeira value must lie within
+approximate='tanh' and without, silu, elu, hardswish, mish, softplus). Each noeira value must lie within
 RTOL·|ref| + ATOL·max|ref| of its reference. Exits 0 when all match, 1 naming every mismatch, 77
 (ctest's skip) without torch.
 """
@@ -36,6 +36,7 @@ REFERENCES = {
     "elu": F.elu,
     "hardswish": F.hardswish,
     "mish": F.mish,
+    "softplus": F.softplus,
 }
 
 

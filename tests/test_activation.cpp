@@ -33,6 +33,7 @@ TEST(Activation, SmoothLeavesMatchFiniteDifferences) {
   check_leaf<GELUExact<9>>(4);
   check_leaf<SiLU<11>>(5);
   check_leaf<Mish<10>>(7);
+  check_leaf<Softplus<6>>(8);
 }
 
 TEST(Activation, KinkedLeavesMatchFiniteDifferencesAwayFromTheKinks) {

@@ -16,7 +16,7 @@ namespace {
 
 // Runs the leaf forward and back on [rows, D] inputs in [lo, hi] and records x, dy, y and dx
 // under the activation's name. The ranges reach the saturated tails and the branches of each
-// formula (Mish's gate above 20, HardSwish's flat parts beyond ±3).
+// formula (Mish's gate and Softplus above 20, HardSwish's flat parts beyond ±3).
 template <class M>
 void activation_case(testing::CaseFile& file, std::int64_t rows, std::uint32_t seed, float lo,
                      float hi) {
@@ -47,6 +47,7 @@ TEST(ActivationTorch, WritesTheCases) {
   activation_case<ELU<12>>(file, 5, 7, -6.0f, 3.0f);
   activation_case<HardSwish<12>>(file, 5, 8, -5.0f, 5.0f);
   activation_case<Mish<12>>(file, 5, 9, -25.0f, 25.0f);
+  activation_case<Softplus<12>>(file, 5, 10, -30.0f, 30.0f);
   file.write_where_asked("NOEIRA_ACTIVATION_CASES", "noeira_activation_cases");
 }
 

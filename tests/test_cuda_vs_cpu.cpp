@@ -37,7 +37,8 @@ constexpr Activation kAllActivations[] = {Activation::Identity, Activation::ReLU
                                           Activation::Tanh,     Activation::Sigmoid,
                                           Activation::GeluTanh, Activation::GeluErf,
                                           Activation::SiLU,     Activation::Elu,
-                                          Activation::HardSwish, Activation::Mish};
+                                          Activation::HardSwish, Activation::Mish,
+                                          Activation::Softplus};
 
 TEST(CudaVsCpu, RawMemoryRoundTrips) {
   NOEIRA_REQUIRE_GPU();

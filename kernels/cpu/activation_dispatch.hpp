@@ -23,6 +23,7 @@ void with_activation(Activation a, Body&& body) {
     case Activation::Elu: return body(ActivationTag<Activation::Elu>{});
     case Activation::HardSwish: return body(ActivationTag<Activation::HardSwish>{});
     case Activation::Mish: return body(ActivationTag<Activation::Mish>{});
+    case Activation::Softplus: return body(ActivationTag<Activation::Softplus>{});
   }
 }
 

@@ -110,6 +110,7 @@ void linear_forward_typed_at(Stream s, Activation a, void* y_out, DType y_dtype,
     case Activation::Elu:
     case Activation::HardSwish:
     case Activation::Mish:
+    case Activation::Softplus:
       // No cuBLASLt epilogue: GEMM + bias into pre (or straight into y), then the element-wise
       // activation from the shared math.
       g.epilogue = has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;

@@ -66,5 +66,8 @@ template <std::int64_t D>
 using HardSwish = ActivationLeaf<D, Activation::HardSwish>;
 template <std::int64_t D>
 using Mish = ActivationLeaf<D, Activation::Mish>;
+// log(1 + e^x), PyTorch's Softplus (beta 1, threshold 20): a positive output, such as a variance.
+template <std::int64_t D>
+using Softplus = ActivationLeaf<D, Activation::Softplus>;
 
 }  // namespace noeira
