@@ -86,6 +86,7 @@ bool is_list(std::string_view v) {
   return v.size() >= 2 && v.front() == '[' && v.back() == ']' && is_printable(v);
 }
 bool is_tokenizer(std::string_view v) { return v == "char" || v == "byte"; }
+bool is_recorded_loss(std::string_view v) { return v == "gaussian-nll"; }
 bool is_vocabulary(std::string_view v) {
   return v.starts_with("noeira-tokenizer ") &&
          std::all_of(v.begin(), v.end(), [](char c) {
@@ -116,6 +117,7 @@ constexpr RootAttribute kRootAttributes[] = {
     {"input_mean", ckpt::kMaxTextBytes, is_list, "a JSON list"},
     {"input_std", ckpt::kMaxTextBytes, is_list, "a JSON list"},
     {"labels", 65536, is_list, "a JSON list"},
+    {"loss", 16, is_recorded_loss, "gaussian-nll (the one loss a model.h5 records)"},
 };
 
 const RootAttribute* root_attribute(std::string_view name) {
@@ -176,7 +178,7 @@ ParamsFile open_for_reading(const std::filesystem::path& file) {
     }
   }
   if (vocabulary != attrs.end()) {
-    for (const char* image_only : {"input_shape", "input_mean", "input_std", "labels"}) {
+    for (const char* image_only : {"input_shape", "input_mean", "input_std", "labels", "loss"}) {
       if (attrs.count(image_only) != 0) {
         refuse_attribute(file, image_only, "describes images, but the file holds a vocabulary");
       }

@@ -371,6 +371,7 @@ TEST_F(ModelFileIntegrity, LyingRootAttributesAreRefusedByName) {
        },
        {"'labels'", "vocabulary"}},
       {[](hid_t f) { put_string(f, "input_shape", "1,28,28"); }, {"'input_shape'", "JSON list"}},
+      {[](hid_t f) { put_string(f, "loss", "huber"); }, {"'loss'", "gaussian-nll"}},
       {[](hid_t f) { put_string(f, "input", "two\nlines"); }, {"'input'"}},
       {[](hid_t f) { put_string(f, "data", "fashion mnist"); }, {"'data'"}},
   };

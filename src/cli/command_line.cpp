@@ -166,7 +166,7 @@ int eval_main(Command& c) {
     } else {
       j["test_loss"] = r.loss;
       if (regression) {
-        j["test_rmse"] = std::sqrt(r.loss);
+        j["test_rmse"] = r.rmse;
         j["test_r2"] = r.r2;
       } else {
         j["test_accuracy"] = r.accuracy;
@@ -179,7 +179,7 @@ int eval_main(Command& c) {
                 static_cast<long long>(r.samples));
   } else if (regression) {
     std::printf("eval %s: test loss %.4f  test rmse %.4g  r2 %.4f  (%lld samples)\n",
-                source.c_str(), r.loss, std::sqrt(r.loss), r.r2,
+                source.c_str(), r.loss, r.rmse, r.r2,
                 static_cast<long long>(r.samples));
   } else {
     std::printf("eval %s: test loss %.4f  test acc %.2f%%  (%lld samples)\n", source.c_str(),

@@ -319,6 +319,11 @@ void add_train_command(CLI::App& app, Command& c) {
                "npy, h5, arrays: the model's inputs are x * scale + shift (e.g. 0.00392156862745098 "
                "= 1/255 for uint8 images); recorded in model.h5 as --normalize is");
   a.add_option("--feature-shift", t.feature_shift, "npy, h5, arrays: see --feature-scale");
+  a.add_option("--loss", t.loss,
+               "auto (cross-entropy for class labels, mse for float targets), cross-entropy, "
+               "mse, or gaussian-nll (float targets: the model's outputs are a mean per target, "
+               "then a variance per target, which must be positive; recorded in model.h5)")
+      ->check(CLI::IsMember({"auto", "cross-entropy", "mse", "gaussian-nll"}));
   a.add_option("--optimizer", t.optimizer, "sgd, adam or adamw")
       ->check(CLI::IsMember(kOptimizerNames.names()));
   a.add_option("--lr", t.lr, "Base learning rate")->check(real_in(kMinLr, kMaxLr));

@@ -162,6 +162,7 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
                  {"data", cfg.data}};
   // A language model's tokenizer travels with it: generation decodes without the corpus.
   if (!cfg.vocabulary.empty()) meta.labels["vocabulary"] = cfg.vocabulary;
+  if (cfg.loss == "gaussian-nll") meta.labels["loss"] = cfg.loss;  // for eval of the checkpoint
   // A user's arrays' normalization: eval of the checkpoint applies what training applied.
   if (!cfg.input_mean.empty()) {
     meta.labels["input_mean"] = cfg.input_mean;

@@ -57,6 +57,7 @@ nlohmann::json to_json(const TrainConfig& c) {
   } else {
     j.update({{"stream-data", c.stream_data},
               {"normalize", c.normalize},
+              {"loss", c.loss},
               {"feature-scale", c.feature_scale},
               {"feature-shift", c.feature_shift},
               {"train-x", c.train_x},
@@ -188,6 +189,15 @@ void validate(const TrainConfig& c) {
   non_negative(static_cast<double>(c.limit_test), "limit-test");
   (void)parse_augment(c.augment);
   validate_normalization(c);
+  if (c.loss != "auto" && c.loss != "cross-entropy" && c.loss != "mse" &&
+      c.loss != "gaussian-nll") {
+    throw InputError(detail::concat(
+        "--loss must be auto, cross-entropy, mse or gaussian-nll, got '", c.loss, "'"));
+  }
+  if (c.loss != "auto" && is_text(c)) {
+    throw InputError(detail::concat("--loss ", c.loss, " does not apply to --data text (a "
+                                    "language model's loss is the next token's cross-entropy)"));
+  }
   non_negative(static_cast<double>(c.crop_padding), "crop-padding");
   non_negative(static_cast<double>(c.log_every), "log-every");
   non_negative(static_cast<double>(c.warmup), "warmup");

@@ -66,6 +66,10 @@ struct TrainConfig {
   // line's data-set defaults, cli/options.cpp), the 28x28 data sets to none.
   std::string augment = "none";
   std::int64_t crop_padding = 2;
+  // The loss: auto (softmax cross-entropy for class labels, the mean squared error for float
+  // targets), cross-entropy, mse, or gaussian-nll (the model gives a mean and a variance per
+  // target: loss/target_loss.hpp).
+  std::string loss = "auto";
   std::string optimizer = "adam";        // sgd | adam | adamw
   double lr = 1e-3;
   double momentum = 0.0;                 // SGD only

@@ -39,6 +39,7 @@ EvalResult run_eval(const TrainConfig& given) {
   cfg.model = saved.model();
   cfg.input_mean = saved.input_mean();
   cfg.input_std = saved.input_std();
+  if (!saved.loss().empty()) cfg.loss = saved.loss();
   return model_catalogue().find(cfg.model).eval(cfg, target, saved);
 }
 

@@ -11,7 +11,7 @@ namespace noeira {
 TextRun text_run_for(const TrainConfig& cfg, const SavedModel& saved, Target target,
                      std::int64_t model_vocab);
 
-template <Module M>
+template <Module M, class Loss = void>
 EvalResult eval_model(TrainConfig& cfg, Target target, SavedModel& saved) {
   check_preset_suits_data<M>(cfg);
   Context ctx = Context::for_target(target, nullptr, parse_precision(cfg.precision));
@@ -27,11 +27,12 @@ EvalResult eval_model(TrainConfig& cfg, Target target, SavedModel& saved) {
     eval_cfg.eval_every = 1;
     return run.task(eval_cfg, M::block).evaluate(model, ctx, nullptr);
   } else {
-    const ImageRun run =
-        load_image_run(cfg, target, M::in_dim, M::out_dim, /*train_split=*/false);
+    const ImageRun run = load_image_run(cfg, target, M::in_dim, M::out_dim,
+                                        /*train_split=*/false, own_loss_factory<Loss>());
     saved.load_into(model);
     round_to_compute_values(model, ctx, parse_precision(cfg.precision));
-    return evaluate_supervised(model, ctx, run.test, cfg.eval_batch, nullptr);
+    const std::unique_ptr<TargetLoss> loss = run.test.regression() ? run.losses() : nullptr;
+    return evaluate_supervised(model, ctx, run.test, cfg.eval_batch, nullptr, loss.get());
   }
 }
 

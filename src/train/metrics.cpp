@@ -36,7 +36,7 @@ nlohmann::json to_json(const EpochRecord& r) {
   if (!std::isnan(r.test_accuracy)) j[split + "_accuracy"] = r.test_accuracy;
   // A regression's: the root of the mean squared error, and R² (where the split's targets vary).
   if (!std::isnan(r.test_r2)) {
-    j[split + "_rmse"] = std::sqrt(r.test_loss);
+    j[split + "_rmse"] = r.test_rmse;
     j[split + "_r2"] = r.test_r2;
   }
   j[split + "_samples"] = r.test_samples;

@@ -54,8 +54,9 @@ struct EpochRecord {
   double train_loss = 0.0;         // mean over the epoch's training samples
   double test_loss = 0.0;          // mean over the test split
   double test_accuracy = 0.0;      // top-1, in [0, 1]; NaN where the task has none
-  // Regression: the coefficient of determination (NaN otherwise); the RMSE is sqrt(test_loss).
+  // Regression: the coefficient of determination and the prediction's RMSE (NaN otherwise).
   double test_r2 = std::numeric_limits<double>::quiet_NaN();
+  double test_rmse = std::numeric_limits<double>::quiet_NaN();
   std::int64_t test_samples = 0;
   double samples_per_s = 0.0;      // training samples per second of the epoch (no evaluation)
   double epoch_time_s = 0.0;       // training time of the epoch

@@ -48,6 +48,14 @@ void describe_arrays(std::map<std::string, std::string>& out, const TrainConfig&
     out["input_mean"] = cfg.input_mean;
     out["input_std"] = cfg.input_std;
   }
+  if (cfg.loss == "gaussian-nll") {
+    // What eval must score it with, and what its outputs are.
+    out["loss"] = cfg.loss;
+    out["output"] = detail::concat("float32 [rows, ", m.out_dim, "]: the ", m.out_dim / 2,
+                                   " predicted targets (Gaussian means), then their ",
+                                   m.out_dim / 2, " variances");
+    return;
+  }
   out["output"] = detail::concat("float32 [rows, ", m.out_dim,
                                  "]: class logits (the class is the arg-max) for integer labels "
                                  "y, the predicted targets for float targets y");

@@ -9,7 +9,9 @@
 //   }
 //
 // M is a Module with in_dim and out_dim (features in, classes or targets out), or a language
-// model with vocab and block (train/presets.hpp, LanguageModel).
+// model with vocab and block (train/presets.hpp, LanguageModel). Loss, where given, is the model's
+// own loss of float targets (a class derived from noeira::TargetLoss, loss/target_loss.hpp),
+// which train and eval use in place of --loss's.
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,9 +24,11 @@
 
 namespace noeira {
 
-template <Module M>
+template <Module M, class Loss = void>
 ModelEntry model_entry(std::string name, std::string description,
                        std::vector<FlagValue> defaults = {}) {
+  static_assert(std::is_void_v<Loss> || !LanguageModel<M>,
+                "a language model's loss is the next token's cross-entropy");
   ModelEntry e;
   e.name = std::move(name);
   e.description = std::move(description);
@@ -32,8 +36,8 @@ ModelEntry model_entry(std::string name, std::string description,
   if constexpr (requires { { M::shape } -> std::convertible_to<GptShape>; }) {
     e.gpt_shape = &M::shape;
   }
-  e.train = &train_model<M>;
-  e.eval = &eval_model<M>;
+  e.train = &train_model<M, Loss>;
+  e.eval = &eval_model<M, Loss>;
   e.export_safetensors = &export_model<M>;
   if constexpr (LanguageModel<M>) e.generate = &generate_with_model<M>;
   return e;

@@ -84,7 +84,7 @@ void Progress::epoch(const EpochRecord& r) {
   if (!std::isnan(r.test_accuracy)) {
     accuracy = format("  %s acc %.2f%%", split.c_str(), 100.0 * r.test_accuracy);
   } else if (!std::isnan(r.test_r2)) {
-    accuracy = format("  %s rmse %.4g  r2 %.4f", split.c_str(), std::sqrt(r.test_loss), r.test_r2);
+    accuracy = format("  %s rmse %.4g  r2 %.4f", split.c_str(), r.test_rmse, r.test_r2);
   }
   out_ << format("%s %lld/%lld  train loss %.4f  %s loss %.4f%s  %.0f %s  %s %.2fs  elapsed %.1fs",
                  period.c_str(), static_cast<long long>(r.epoch), static_cast<long long>(r.epochs),

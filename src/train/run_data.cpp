@@ -28,10 +28,28 @@ std::filesystem::path text_corpus_path(const TrainConfig& cfg) {
   return io::default_text_corpus();
 }
 
+namespace {
+
+// The regression loss of a run: the program's own, or --loss's (mse where it says auto).
+TargetLossFactory regression_losses(const TrainConfig& cfg, TargetLossFactory own) {
+  if (!own) return target_loss_factory(cfg.loss == "auto" ? "mse" : cfg.loss);
+  if (cfg.loss != "auto") {
+    throw InputError(detail::concat("--loss ", cfg.loss, ": model '", cfg.model,
+                                    "' brings its own loss (", own()->name(), ")"));
+  }
+  return own;
+}
+
+}  // namespace
+
 ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t model_inputs,
-                        std::int64_t model_outputs, bool train_split) {
+                        std::int64_t model_outputs, bool train_split, TargetLossFactory own_loss) {
   const DatasetKind kind = parse_dataset_kind(cfg.data);
   ImageRun run;
+  // What the loss asks of the targets: class labels, float targets, or either (auto).
+  const bool wants_labels = cfg.loss == "cross-entropy";
+  const bool wants_floats = !wants_labels && (cfg.loss != "auto" || own_loss);
+  if (!wants_labels) run.losses = regression_losses(cfg, std::move(own_loss));
   const bool named = kind == DatasetKind::Arrays;
   if (!named) run.dir = image_dir(cfg);
   // Uploaded once, shared by the simulated ranks; the host copies are freed at once. The
@@ -47,12 +65,27 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
                          : load_dataset(kind, run.dir, split, limit, cfg.stream_data);
     // Where the split came from, for messages: its directory, or --data arrays' x.
     const std::string where = named ? (train ? cfg.train_x : cfg.test_x) : run.dir.string();
-    // A regression's targets are the model's outputs, one for one.
-    if (data.target_width > 0 && data.target_width != model_outputs) {
+    // The loss must suit the targets.
+    const bool floats = data.target_width > 0;
+    if (floats ? wants_labels : wants_floats) {
+      const std::string loss = cfg.loss != "auto"
+                                   ? detail::concat("--loss ", cfg.loss)
+                                   : detail::concat("model '", cfg.model, "''s own loss");
+      throw InputError(detail::concat(
+          loss, " needs ", floats ? "integer class labels" : "float targets", ", but ", where,
+          ": ", data.name, " has ", floats ? "float regression targets" : "integer class labels"));
+    }
+    // A regression's targets are the model's outputs, one for one (or as many per target as
+    // the loss wants: a mean and a variance).
+    const std::int64_t per_target = floats ? run.losses()->outputs_per_target() : 1;
+    if (floats && data.target_width * per_target != model_outputs) {
       throw InputError(detail::concat(
           where, ": ", data.name, " has ", data.target_width, " regression target",
           data.target_width == 1 ? "" : "s", " per sample, but model '", cfg.model, "' has ",
-          model_outputs, " outputs"));
+          model_outputs, " outputs",
+          per_target == 1 ? std::string()
+                          : detail::concat(" (", run.losses()->name(), " takes ", per_target,
+                                           " per target)")));
     }
     // The model's outputs are the classes: a label past them has no logit to score it.
     if (data.target_width == 0 && data.num_classes > model_outputs) {

@@ -28,10 +28,12 @@ struct ImageRun {
   // What the features became (a user's arrays): the training split's decision, or the saved
   // model's in evaluation.
   FeatureNormalization normalization;
+  // A regression's loss: the model's own, or --loss's.
+  TargetLossFactory losses;
 
   SupervisedTask task(const TrainConfig& cfg) const {
     return SupervisedTask(train, test, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed,
-                              Augmentation{parse_augment(cfg.augment), cfg.crop_padding});
+                          Augmentation{parse_augment(cfg.augment), cfg.crop_padding}, losses);
   }
   std::string describe(const TrainConfig& cfg) const;
 };
@@ -54,9 +56,12 @@ std::filesystem::path text_corpus_path(const TrainConfig& cfg);
 std::filesystem::path image_dir(const TrainConfig& cfg);
 
 // The training and test splits; `train_split` false: the test split only (evaluation). The
-// samples must have model_inputs features and labels below model_outputs, the classes.
+// samples must have model_inputs features and labels below model_outputs, the classes, or as many
+// float targets as the loss wants outputs for: a program's own loss `own_loss` (--loss must then
+// be auto), else the one --loss names. --loss must suit the targets.
 ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t model_inputs,
-                        std::int64_t model_outputs, bool train_split = true);
+                        std::int64_t model_outputs, bool train_split = true,
+                        TargetLossFactory own_loss = {});
 // The vocabulary must fit the model's (the preset's vocab ids).
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab);
 

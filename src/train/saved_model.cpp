@@ -94,6 +94,7 @@ void check_model_description(const std::filesystem::path& file,
     // A user's arrays: the normalization the run applied, when it applied one.
     const std::string* mean = find("input_mean");
     const std::string* std = find("input_std");
+    if (const std::string* loss = find("loss")) told.loss = *loss;
     told.input_mean = mean == nullptr ? std::string() : *mean;
     told.input_std = std == nullptr ? std::string() : *std;
     (void)parse_feature_normalization(told.input_mean, told.input_std, sizes.in_dim,
@@ -165,6 +166,7 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
   if (!arrays_normalization(saved.data_).empty()) {
     saved.input_mean_ = told("input_mean");
     saved.input_std_ = told("input_std");
+    saved.loss_ = told("loss");
   }
   saved.model_ = cfg.model.empty() ? stored : cfg.model;
   // The file's tensors against the preset before its model is built: a small file that cannot

@@ -51,6 +51,8 @@ struct EvalResult {
   double loss = 0.0;
   double accuracy = std::numeric_limits<double>::quiet_NaN();
   double r2 = std::numeric_limits<double>::quiet_NaN();
+  // A regression's root mean squared error of the prediction (the first outputs of a row).
+  double rmse = std::numeric_limits<double>::quiet_NaN();
   bool regression = false;  // r2 is NaN where the targets do not vary: this says what was run
   std::int64_t samples = 0;
 };

@@ -138,8 +138,9 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
 
 }  // namespace detail
 
-// Checks and loads on every rank, then trains on every rank of the launch.
-template <Module M>
+// Checks and loads on every rank, then trains on every rank of the launch. Loss: the model's own
+// loss of float targets (loss/target_loss.hpp), or void for --loss's.
+template <Module M, class Loss = void>
 TrainOutcome train_model(TrainConfig& cfg, const TrainLaunch& launch) {
   // What only the model and the data can refuse, checked and loaded alike on every rank.
   auto load = [&] {
@@ -148,7 +149,8 @@ TrainOutcome train_model(TrainConfig& cfg, const TrainLaunch& launch) {
       cfg.vocabulary = text.tokenizer.to_text();
       return text;
     } else {
-      return load_image_run(cfg, launch.target, M::in_dim, M::out_dim);
+      return load_image_run(cfg, launch.target, M::in_dim, M::out_dim, /*train_split=*/true,
+                            own_loss_factory<Loss>());
     }
   };
   std::optional<decltype(load())> loaded;

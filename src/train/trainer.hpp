@@ -286,6 +286,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
     r.test_loss = eval.loss;
     r.test_accuracy = eval.accuracy;
     r.test_r2 = eval.r2;
+    r.test_rmse = eval.rmse;
     r.test_samples = eval.samples;
     r.samples_per_s = static_cast<double>(period_samples) / period_time;
     r.epoch_time_s = period_time;
