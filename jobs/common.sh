@@ -50,7 +50,11 @@ noeira_configure() {
   fi
   [ -x "$NOEIRA" ] || noeira_die "no noeira binary at '$NOEIRA' (build it, or set NOEIRA=/path/to/noeira)"
   # A stale build would fail on every rank with "arguments were not expected": say it plainly.
-  "$NOEIRA" train --help 2>/dev/null | grep -q -- --checkpoint-dir ||
+  # The help is read whole first: `grep -q` stops at its match, and under pipefail the binary's
+  # SIGPIPE on the rest of a long help would read as a missing flag.
+  local help
+  help=$("$NOEIRA" train --help 2>/dev/null || true)
+  grep -q -- --checkpoint-dir <<<"$help" ||
     noeira_die "$NOEIRA train has no --checkpoint-dir: an old build? rebuild it (cmake --build build --target noeira)"
   # Absolute paths: every rank, on every node, must name the same directories.
   mkdir -p "$OUT_DIR" "$CKPT_DIR"

@@ -29,7 +29,7 @@ fail() {
 }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (slurmd and munged run as root/munge)"
-"$bin" train --help | grep -q -- --checkpoint-dir ||
+grep -q -- --checkpoint-dir <<<"$("$bin" train --help)" ||
   skip "$bin train has no --checkpoint-dir yet (checkpointing not wired into the trainer)"
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null ||
   ! command -v sbatch >/dev/null || ! command -v munged >/dev/null; then
