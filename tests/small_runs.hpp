@@ -23,16 +23,16 @@ TrainerRun train_small_classifier(dist::Policy policy, int ranks, int accum,
   const ResidentData train_data = make_resident(train_set, Target::Cpu);
   const ResidentData test_data = make_resident(test_set, Target::Cpu);
   TrainConfig cfg;
-  cfg.optimizer = "sgd";
+  cfg.optimizer = OptimizerKind::Sgd;
   cfg.momentum = 0.9;
-  cfg.schedule = "constant";
+  cfg.schedule = ScheduleKind::Constant;
   cfg.lr = 5e-2;
   cfg.batch = batch;
   cfg.accum = accum;
   cfg.grad_clip = setup.grad_clip;
   cfg.log_every = 1;
   cfg.seed = 3;
-  cfg.policy = std::string(to_string(policy));
+  cfg.policy = policy;
   return train_simulated<M>(
       policy, ranks, cfg,
       [&] { return SupervisedTask(train_data, test_data, 2, cfg.batch, 4, cfg.seed); },
@@ -52,7 +52,7 @@ TrainerRun train_small_gpt(dist::Policy policy, int ranks, int accum, std::int64
   }();
   const ResidentText text = make_resident_text(data, Target::Cpu);
   TrainConfig cfg;
-  cfg.optimizer = "adamw";
+  cfg.optimizer = OptimizerKind::AdamW;
   cfg.lr = 3e-3;
   cfg.weight_decay = 0.1;
   cfg.batch = 8;

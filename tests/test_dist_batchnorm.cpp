@@ -61,15 +61,15 @@ TrainerRun train_bn(dist::Policy policy, int ranks, std::int64_t epochs,
   TrainConfig cfg;
   // SGD: the biases of the Linears before a BatchNorm have a gradient of rounding noise only
   // (the normalization removes their effect), which Adam would turn into steps of lr each.
-  cfg.optimizer = "sgd";
+  cfg.optimizer = OptimizerKind::Sgd;
   cfg.momentum = 0.9;
-  cfg.schedule = "constant";
+  cfg.schedule = ScheduleKind::Constant;
   cfg.lr = 5e-2;
   cfg.batch = 10;
   cfg.log_every = 0;
   cfg.seed = 3;
-  cfg.batchnorm = batchnorm;
-  cfg.policy = std::string(to_string(policy));
+  cfg.batchnorm = kBatchNormNames.parse(batchnorm);
+  cfg.policy = policy;
   cfg.checkpoint_dir = checkpoint_dir.string();
   const testing::TrainerSetup setup{InitSpec{InitKind::XavierUniform, 0.0f, 0.02f, 5},
                                     dist::PolicyOptions{64, 32}, resume};

@@ -198,9 +198,9 @@ TEST(Bf16Gradients, RefuseWhatTheyCannotDo) {
     }
   });
   TrainConfig cfg;
-  cfg.grad_dtype = "bf16";
+  cfg.grad_dtype = DType::BF16;
   EXPECT_THROW(validate(cfg), InputError);  // fp32 reductions
-  cfg.reduce_dtype = "bf16";
+  cfg.reduce_dtype = DType::BF16;
   EXPECT_NO_THROW(validate(cfg));
   cfg.accum = 2;
   EXPECT_THROW(validate(cfg), InputError);

@@ -33,7 +33,7 @@ testing::TrainerRun train_text(dist::Policy policy, int ranks) {
   static const TextData data = corpus();
   const ResidentText text = make_resident_text(data, Target::Cpu);
   TrainConfig cfg;
-  cfg.optimizer = "adamw";
+  cfg.optimizer = OptimizerKind::AdamW;
   cfg.lr = 3e-3;
   cfg.weight_decay = 0.1;
   cfg.batch = 6;  // uneven rows at 4 ranks

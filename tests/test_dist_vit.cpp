@@ -45,7 +45,7 @@ testing::TrainerRun train_vit(dist::Policy policy, int ranks) {
   static const ResidentData train_set = make_resident(quadrants(50, 1), Target::Cpu);
   static const ResidentData test_set = make_resident(quadrants(20, 2), Target::Cpu);
   TrainConfig cfg;
-  cfg.optimizer = "adamw";
+  cfg.optimizer = OptimizerKind::AdamW;
   cfg.lr = 3e-3;
   cfg.weight_decay = 0.1;
   cfg.epochs = 2;

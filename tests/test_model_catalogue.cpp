@@ -110,7 +110,7 @@ TrainConfig zero3_run(const TempDir& dir, const std::string& model, std::int64_t
   cfg.epochs = epochs;
   cfg.batch = batch;
   cfg.threads = 1;
-  cfg.policy = "zero3";
+  cfg.policy = dist::Policy::Zero3;
   cfg.sim_ranks = 2;
   cfg.out = (dir / model).string();
   return cfg;
@@ -134,7 +134,7 @@ TEST(ModelCatalogue, AUserModelTakesThePresetsPathUnderItsOwnName) {
   // Resumed from the middle on one rank under DDP: the same model within the tolerance.
   TrainConfig resumed = cfg;
   resumed.sim_ranks = 0;
-  resumed.policy = "ddp";
+  resumed.policy = dist::Policy::Ddp;
   resumed.checkpoint_dir.clear();
   resumed.resume = (dir / "ckpt/step-00000006").string();
   resumed.out = (dir / "resumed").string();

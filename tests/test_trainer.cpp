@@ -287,7 +287,7 @@ TEST(CudaTraining, IsBitReproducibleAndResumesExactly) {
   const Dataset test_set = blobs(100, 2);
   TrainConfig cfg = short_config();
   cfg.grad_clip = 1.0;
-  cfg.schedule = "constant";  // the first epoch of a 1-epoch run is then the 2-epoch run's
+  cfg.schedule = ScheduleKind::Constant;  // the first epoch of a 1-epoch run is then the 2-epoch run's
   const RunResult a = run_mlp(cfg, train_set, test_set, dir / "a.jsonl", Target::Cuda);
   const RunResult b = run_mlp(cfg, train_set, test_set, dir / "b.jsonl", Target::Cuda);
   ASSERT_EQ(a.records.size(), b.records.size());

@@ -74,7 +74,7 @@ int main() {
   cfg.eval_batch = 256;
   cfg.lr = 3e-3;
   cfg.log_every = 8;
-  cfg.policy = "zero2";
+  cfg.policy = dist::Policy::Zero2;
   const ResidentData train_split = make_resident(clusters("clusters/train", 1024, 1), Target::Cpu);
   const ResidentData test_split = make_resident(clusters("clusters/test", 256, 2), Target::Cpu);
 
@@ -88,7 +88,7 @@ int main() {
     Context ctx = Context::for_target(Target::Cpu, stream.get());
     ctx.seed = cfg.seed;
     CustomNet model(Init(Target::Cpu, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, cfg.seed}));
-    dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group,
+    dist::ShardingPolicy policy(cfg.policy, dist::walk_units(model), group,
                                 ctx, dist::PolicyOptions{});
     policy.broadcast_initial_parameters();  // rank 0's initial values on every rank
     SupervisedTask task(train_split, test_split, cfg.epochs, cfg.batch, cfg.eval_batch,
@@ -110,7 +110,7 @@ int main() {
   const double loss_after = summary.last.test_loss;
   std::printf("custom_model: %d simulated ranks, policy %s, %lld steps: test loss %.4f -> %.4f, "
               "test accuracy %.1f%%\n",
-              kRanks, cfg.policy.c_str(), static_cast<long long>(summary.steps), loss_before,
+              kRanks, std::string(dist::to_string(cfg.policy)).c_str(), static_cast<long long>(summary.steps), loss_before,
               loss_after, 100.0 * summary.last.test_accuracy);
   if (!std::isfinite(loss_after) || !(loss_after < loss_before)) {
     std::fprintf(stderr, "custom_model: error: the test loss did not fall\n");

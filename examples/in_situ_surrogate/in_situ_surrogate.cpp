@@ -66,7 +66,7 @@ int train_and_judge(const std::string& work, MPI_Comm trainers, int rank) {
   cfg.epochs = 30;
   cfg.batch = 64;
   cfg.lr = 1e-2;
-  cfg.policy = "zero3";
+  cfg.policy = noeira::dist::Policy::Zero3;
   cfg.out = work + "/run";
   MPI_Barrier(MPI_COMM_WORLD);  // the simulation's snapshots are written
   (void)noeira::run_train(cfg, trainers);

@@ -18,6 +18,7 @@
 #include <string_view>
 
 #include "cli/bounds.hpp"
+#include "cli/choice_option.hpp"
 #include "cli/command_line.hpp"
 #include "cli/options.hpp"
 #include "cli/plot.hpp"
@@ -112,7 +113,7 @@ void add_generate_command(CLI::App& app, GenerateConfig& g) {
       ->check(whole_in(0, 1'000'000));
   a->add_option("--seed", g.seed, "Seed of the sampling: the same seed gives the same text")
       ->check(any_uint64());
-  a->add_option("--device", g.device, "cpu or cuda")->check(CLI::IsMember(kDeviceNames.names()));
+  add_choice(*a, "--device", g.device, kDeviceNames, "cpu or cuda");
 }
 
 void add_export_command(CLI::App& app, ExportConfig& e) {

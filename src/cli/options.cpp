@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/bounds.hpp"
+#include "cli/choice_option.hpp"
 #include "cli/json_config.hpp"
 #include "distributed/residency.hpp"
 #include "kernels/error.hpp"
@@ -107,25 +108,22 @@ void add_common_options(Command& c) {
              "where holding them would take over a quarter of the memory available");
   a.add_option("--text-file", t.text_file,
                "text: one corpus file (e.g. TinyShakespeare's input.txt) instead of --data-dir");
-  a.add_option("--tokenizer", t.tokenizer,
-               "text: char (the training text's characters) or byte (256 ids)")
-      ->check(CLI::IsMember(kTokenizerNames.names()));
+  add_choice(a, "--tokenizer", t.tokenizer, kTokenizerNames,
+               "text: char (the training text's characters) or byte (256 ids)");
   a.add_option("--limit-test", t.limit_test, "Evaluate on the first N test samples only (0: all)")
       ->check(whole_in(0, kMaxSamples));
   a.add_option("--threads", t.threads, "OpenMP and OpenBLAS threads (0: all cores)")
       ->check(whole_in(0, kMaxThreads));
-  a.add_option("--device", t.device,
+  add_choice(a, "--device", t.device, kDeviceNames,
                "cpu, or cuda: tensors on the GPU (one per MPI rank, NCCL between them; "
-               "--sim-ranks N simulates N ranks on one GPU)")
-      ->check(CLI::IsMember(kDeviceNames.names()));
+               "--sim-ranks N simulates N ranks on one GPU)");
   a.add_flag("--allow-tf32", t.allow_tf32,
              "cuda: TF32 tensor cores for matrix products (faster, 10-bit mantissa inputs)");
-  a.add_option("--precision", t.precision,
+  add_choice(a, "--precision", t.precision, kPrecisionNames,
                "fp32, or bf16: mixed precision (the layers compute with a bf16 copy of the "
                "parameters and the matrix products round their operands to bfloat16, fp32 "
                "accumulation; fp32 masters, gradients, optimizer state and checkpoints; cpu: "
-               "oneDNN, cuda: cuBLASLt and cuDNN)")
-      ->check(CLI::IsMember(kPrecisionNames.names()));
+               "oneDNN, cuda: cuBLASLt and cuDNN)");
   a.add_option("--names", t.names,
                "Name map of a .safetensors read (--init-from, --params): noeira or pytorch "
                "(empty: the one the file's metadata names, else what its tensor names show)")
@@ -219,8 +217,8 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
     throw InputError("--data-dir does not apply to --data arrays: --train-x, --train-y, --test-x "
                      "and --test-y name the arrays");
   }
-  if (!is_text(t) && !holds_pixels(parse_dataset_kind(t.data)) && t.augment != "none") {
-    throw InputError(detail::concat("--augment ", t.augment, " does not apply to --data ", t.data,
+  if (!is_text(t) && !holds_pixels(parse_dataset_kind(t.data)) && t.augment != Augment::None) {
+    throw InputError(detail::concat("--augment ", to_string(t.augment), " does not apply to --data ", t.data,
                                     ": its features are no images to crop and flip"));
   }
 }
@@ -302,30 +300,26 @@ void add_train_command(CLI::App& app, Command& c) {
       ->check(whole_in(1, kMaxRows));
   a.add_option("--eval-batch", t.eval_batch, "Batch size of the evaluation")
       ->check(whole_in(1, kMaxRows));
-  a.add_option("--augment", t.augment,
+  add_choice(a, "--augment", t.augment, kAugmentNames,
                "Training images: crop-flip (a random crop of the image padded by --crop-padding "
                "black pixels, then a horizontal flip with probability 1/2; drawn per seed, epoch "
                "and sample, the same for any number of ranks) or none. Default none, crop-flip "
-               "for cifar10; evaluation never augments")
-      ->check(CLI::IsMember(kAugmentNames.names()));
+               "for cifar10; evaluation never augments");
   a.add_option("--crop-padding", t.crop_padding,
                "crop-flip: pixels of padding on every side (default 2, 4 for cifar10)")
       ->check(whole_in(0, kMaxCropPadding));
-  a.add_option("--normalize", t.normalize,
+  add_choice(a, "--normalize", t.normalize, kNormalizeNames,
                "npy, h5, arrays: standardize (each feature by the training split's mean and "
-               "standard deviation, recorded in model.h5 and applied by eval) or none")
-      ->check(CLI::IsMember({"none", "standardize"}));
+               "standard deviation, recorded in model.h5 and applied by eval) or none");
   a.add_option("--feature-scale", t.feature_scale,
                "npy, h5, arrays: the model's inputs are x * scale + shift (e.g. 0.00392156862745098 "
                "= 1/255 for uint8 images); recorded in model.h5 as --normalize is");
   a.add_option("--feature-shift", t.feature_shift, "npy, h5, arrays: see --feature-scale");
-  a.add_option("--loss", t.loss,
+  add_choice(a, "--loss", t.loss, kLossNames,
                "auto (cross-entropy for class labels, mse for float targets), cross-entropy, "
                "mse, or gaussian-nll (float targets: the model's outputs are a mean per target, "
-               "then a variance per target, which must be positive; recorded in model.h5)")
-      ->check(CLI::IsMember({"auto", "cross-entropy", "mse", "gaussian-nll"}));
-  a.add_option("--optimizer", t.optimizer, "sgd, adam or adamw")
-      ->check(CLI::IsMember(kOptimizerNames.names()));
+               "then a variance per target, which must be positive; recorded in model.h5)");
+  add_choice(a, "--optimizer", t.optimizer, kOptimizerNames, "sgd, adam or adamw");
   a.add_option("--lr", t.lr, "Base learning rate")->check(real_in(kMinLr, kMaxLr));
   a.add_option("--momentum", t.momentum, "SGD momentum (0: none)")->check(real_in(0.0, 1.0));
   a.add_option("--beta1", t.beta1, "Adam's first-moment decay")->check(real_in(0.0, kMaxBeta));
@@ -333,8 +327,8 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--weight-decay", t.weight_decay,
                "Weight decay (L2 for sgd and adam, decoupled for adamw); not on biases")
       ->check(real_in(0.0, kMaxWeightDecay));
-  a.add_option("--schedule", t.schedule, "Learning-rate schedule: constant, warmup, warmup_cosine")
-      ->check(CLI::IsMember(kScheduleNames.names()));
+  add_choice(a, "--schedule", t.schedule, kScheduleNames,
+             "Learning-rate schedule: constant, warmup, warmup_cosine");
   a.add_option("--warmup", t.warmup, "Warmup steps (warmup, warmup_cosine)")
       ->check(whole_in(0, kMaxSteps));
   a.add_option("--min-lr", t.min_lr, "Final learning rate of warmup_cosine (default 0; text: 1e-4, or --lr/10 below "
@@ -346,10 +340,9 @@ void add_train_command(CLI::App& app, Command& c) {
   a.add_option("--out", t.out, "Output directory (empty: runs/<model>-<data>-<date-time>)");
   a.add_option("--log-every", t.log_every, "Steps between step records (0: epochs only)")
       ->check(whole_in(0, kMaxSteps));
-  a.add_option("--policy", t.policy,
+  add_choice(a, "--policy", t.policy, dist::kPolicyNames,
                "Data-parallel sharding policy: ddp (replicas), zero1 (shard optimizer state), "
-               "zero2 (+ gradients), zero3 (+ parameters)")
-      ->check(CLI::IsMember(dist::kPolicyNames.names()));
+               "zero2 (+ gradients), zero3 (+ parameters)");
   a.add_option("--sim-ranks", t.sim_ranks,
                "Simulate N ranks as threads of this process (0: off); under mpirun the ranks are "
                "the MPI processes")
@@ -359,21 +352,18 @@ void add_train_command(CLI::App& app, Command& c) {
                "(each node's ranks, then the nodes), to replay a job that spans nodes bit for "
                "bit (0: one node)")
       ->check(whole_in(0, kMaxSimRanks));
-  a.add_option("--batchnorm", t.batchnorm,
+  add_choice(a, "--batchnorm", t.batchnorm, kBatchNormNames,
                "Batch statistics under data parallelism: sync (the global batch's: N ranks train "
-               "as one) or local (each rank's rows, as PyTorch DDP; one allreduce less per layer)")
-      ->check(CLI::IsMember({"sync", "local"}));
+               "as one) or local (each rank's rows, as PyTorch DDP; one allreduce less per layer)");
   a.add_option("--bucket-mb", t.bucket_mb, "DDP gradient bucket size in MiB")
       ->check(real_in(0.001, 1e5));
-  a.add_option("--reduce-dtype", t.reduce_dtype,
+  add_choice(a, "--reduce-dtype", t.reduce_dtype, kReduceDtypeNames,
                "What the gradient reductions send: fp32, or bf16 (half the bytes; rounded to "
                "bfloat16, summed in fp32 in rank order, rounded once; gradients, optimizer and "
-               "checkpoints stay fp32)")
-      ->check(CLI::IsMember(kReduceDtypeNames.names()));
-  a.add_option("--grad-dtype", t.grad_dtype,
+               "checkpoints stay fp32)");
+  add_choice(a, "--grad-dtype", t.grad_dtype, kGradDtypeNames,
                "What the gradients are held in: fp32, or bf16 (2 bytes each once their block's "
-               "backward is done, reduced as they are; needs --reduce-dtype bf16 and --accum 1)")
-      ->check(CLI::IsMember(kGradDtypeNames.names()));
+               "backward is done, reduced as they are; needs --reduce-dtype bf16 and --accum 1)");
   a.add_option("--zero3-persist-below", t.zero3_persist_below,
                "zero3: units of fewer parameters stay gathered on every rank, never gathered per "
                "forward and vjp (0: none; DeepSpeed's persistence threshold is 100000)")

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "core/context.hpp"
+#include "core/names.hpp"
 #include "core/tensor.hpp"
 #include "loss/gaussian_nll.hpp"
 #include "loss/mse.hpp"
@@ -66,11 +67,21 @@ class RowTargetLoss final : public TargetLoss {
   L loss_;
 };
 
+// The loss a run is told to use (--loss): the targets' own (auto: cross-entropy for class labels,
+// MSE for float targets), or one named.
+enum class LossChoice : std::uint8_t { Auto, CrossEntropy, Mse, GaussianNll };
+inline constexpr NameTable<LossChoice, 4> kLossNames{{{{LossChoice::Auto, "auto"},
+                                                       {LossChoice::CrossEntropy, "cross-entropy"},
+                                                       {LossChoice::Mse, "mse"},
+                                                       {LossChoice::GaussianNll, "gaussian-nll"}}},
+                                                     "--loss"};
+
 // Makes one loss per use (each rank and each evaluation its own buffers).
 using TargetLossFactory = std::function<std::unique_ptr<TargetLoss>()>;
 
-// The built-in losses by --loss name: "mse" or "gaussian-nll"; anything else is an InputError.
-TargetLossFactory target_loss_factory(std::string_view name);
+// The built-in losses of float targets: Mse or GaussianNll (Auto: Mse); CrossEntropy, which takes
+// class labels, is an InputError.
+TargetLossFactory target_loss_factory(LossChoice choice);
 
 // A program's own loss type L (default-constructible, derived from TargetLoss); none for void.
 template <class L>

@@ -127,7 +127,7 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   meta.epoch = cursor.samples_seen / train_samples;
   meta.samples_seen = cursor.samples_seen;
   meta.world_size = group.size();
-  meta.policy = cfg.policy;
+  meta.policy = dist::to_string(cfg.policy);
   meta.optimizer = {optimizer.state().t, optimizer.state().beta1_pow, optimizer.state().beta2_pow};
   meta.signature = signature_of(walk);
   // The schedule is a pure function of the step; its parameters are saved to be seen and checked.
@@ -157,12 +157,13 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   meta.counters["window_samples"] = static_cast<std::uint64_t>(cursor.window_samples);
   if (cfg.data_fingerprint != 0) meta.counters["data_fingerprint"] = cfg.data_fingerprint;
   meta.labels = {{"model", cfg.model},
-                 {"optimizer", cfg.optimizer},
-                 {"schedule", cfg.schedule},
+                 {"optimizer", std::string(to_string(cfg.optimizer))},
+                 {"schedule", std::string(to_string(cfg.schedule))},
                  {"data", cfg.data}};
   // A language model's tokenizer travels with it: generation decodes without the corpus.
   if (!cfg.vocabulary.empty()) meta.labels["vocabulary"] = cfg.vocabulary;
-  if (cfg.loss == "gaussian-nll") meta.labels["loss"] = cfg.loss;  // for eval of the checkpoint
+  // For eval of the checkpoint.
+  if (cfg.loss == LossChoice::GaussianNll) meta.labels["loss"] = kLossNames.name_of(cfg.loss);
   // A user's arrays' normalization: eval of the checkpoint applies what training applied.
   if (!cfg.input_mean.empty()) {
     meta.labels["input_mean"] = cfg.input_mean;
@@ -253,7 +254,7 @@ TrainCursor load_held_pieces(const std::filesystem::path& path, dist::ShardingPo
     return it == meta.counters.end() ? std::uint64_t{0} : it->second;
   };
   same("data", label("data"), cfg.data);
-  same("optimizer", label("optimizer"), cfg.optimizer);
+  same("optimizer", label("optimizer"), std::string(to_string(cfg.optimizer)));
   same("seed", counter("seed"), cfg.seed);
   same("batch", counter("batch"), static_cast<std::uint64_t>(cfg.batch));
   same("block", counter("block"), static_cast<std::uint64_t>(cfg.block));
@@ -284,7 +285,7 @@ TrainCursor load_held_pieces(const std::filesystem::path& path, dist::ShardingPo
       const std::string name = io::param_tensor_name(walk.params[piece.param].name, kind_name(s));
       if (s != State::Value && !ckpt.has(name)) {
         if (meta.optimizer.t == 0) continue;
-        throw InputError(detail::concat(where, ": no ", name, " for optimizer ", cfg.optimizer));
+        throw InputError(detail::concat(where, ": no ", name, " for optimizer ", to_string(cfg.optimizer)));
       }
       const auto count = static_cast<std::size_t>(piece.count);
       const std::string what = detail::concat(where, ": tensor '", name, "'");

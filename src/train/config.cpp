@@ -19,26 +19,26 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"model", c.model},         {"data", c.data},
       {"data-dir", c.data_dir},
       {"batch", c.batch},         {"accum", c.accum},
-      {"optimizer", c.optimizer}, {"lr", c.lr},
+      {"optimizer", kOptimizerNames.name_of(c.optimizer)}, {"lr", c.lr},
       {"momentum", c.momentum},   {"beta1", c.beta1},
       {"beta2", c.beta2},         {"weight-decay", c.weight_decay},
-      {"schedule", c.schedule},   {"warmup", c.warmup},
+      {"schedule", kScheduleNames.name_of(c.schedule)},   {"warmup", c.warmup},
       {"min-lr", c.min_lr},       {"grad-clip", c.grad_clip},
       {"seed", c.seed},           {"threads", c.threads},
-      {"device", c.device},       {"allow-tf32", c.allow_tf32},
-      {"precision", c.precision},
+      {"device", kDeviceNames.name_of(c.device)},       {"allow-tf32", c.allow_tf32},
+      {"precision", kPrecisionNames.name_of(c.precision)},
       {"log-format", std::string(to_string(c.log_format))},
       {"log-every", c.log_every},
-      {"policy", c.policy},       {"sim-ranks", c.sim_ranks},
+      {"policy", dist::kPolicyNames.name_of(c.policy)},       {"sim-ranks", c.sim_ranks},
       {"sim-ranks-per-node", c.sim_ranks_per_node},
-      {"bucket-mb", c.bucket_mb}, {"reduce-dtype", c.reduce_dtype},
-      {"grad-dtype", c.grad_dtype},
+      {"bucket-mb", c.bucket_mb}, {"reduce-dtype", kReduceDtypeNames.name_of(c.reduce_dtype)},
+      {"grad-dtype", kGradDtypeNames.name_of(c.grad_dtype)},
       {"watchdog-timeout", c.watchdog_timeout},
       {"zero3-persist-below", c.zero3_persist_below},
       {"no-zero3-prefetch", c.no_zero3_prefetch},
       {"checkpoint-activations", c.checkpoint_activations},
       {"fp32-activations", c.fp32_activations},
-      {"batchnorm", c.batchnorm},
+      {"batchnorm", kBatchNormNames.name_of(c.batchnorm)},
       {"report-memory", c.report_memory},
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
       {"keep-last", c.keep_last},
@@ -48,7 +48,7 @@ nlohmann::json to_json(const TrainConfig& c) {
   // that the task refuses.
   if (is_text(c)) {
     j.update({{"text-file", c.text_file},
-              {"tokenizer", c.tokenizer},
+              {"tokenizer", kTokenizerNames.name_of(c.tokenizer)},
               {"steps", c.steps},
               {"eval-every", c.eval_every},
               {"eval-batches", c.eval_batches},
@@ -56,8 +56,8 @@ nlohmann::json to_json(const TrainConfig& c) {
               {"new-vocabulary", c.new_vocabulary}});
   } else {
     j.update({{"stream-data", c.stream_data},
-              {"normalize", c.normalize},
-              {"loss", c.loss},
+              {"normalize", kNormalizeNames.name_of(c.normalize)},
+              {"loss", kLossNames.name_of(c.loss)},
               {"feature-scale", c.feature_scale},
               {"feature-shift", c.feature_shift},
               {"train-x", c.train_x},
@@ -68,7 +68,7 @@ nlohmann::json to_json(const TrainConfig& c) {
               {"limit-test", c.limit_test},
               {"epochs", c.epochs},
               {"eval-batch", c.eval_batch},
-              {"augment", c.augment},
+              {"augment", kAugmentNames.name_of(c.augment)},
               {"crop-padding", c.crop_padding}});
   }
   return j;
@@ -76,7 +76,7 @@ nlohmann::json to_json(const TrainConfig& c) {
 
 OptimizerConfig optimizer_config(const TrainConfig& c) {
   OptimizerConfig o;
-  o.kind = parse_optimizer_kind(c.optimizer);
+  o.kind = c.optimizer;
   o.lr = static_cast<float>(c.lr);
   o.momentum = static_cast<float>(c.momentum);
   o.beta1 = static_cast<float>(c.beta1);
@@ -86,7 +86,7 @@ OptimizerConfig optimizer_config(const TrainConfig& c) {
 }
 
 void check_schedule(const TrainConfig& c, std::int64_t total_steps) {
-  if (parse_schedule_kind(c.schedule) != ScheduleKind::WarmupCosine) return;
+  if (c.schedule != ScheduleKind::WarmupCosine) return;
   if (c.warmup >= total_steps) {
     throw InputError(detail::concat("--warmup ", c.warmup, " is not shorter than the run's ",
                                     total_steps, " steps: --schedule warmup_cosine decays after "
@@ -101,7 +101,7 @@ void check_schedule(const TrainConfig& c, std::int64_t total_steps) {
 LrSchedule lr_schedule(const TrainConfig& c, std::int64_t total_steps) {
   check_schedule(c, total_steps);
   LrSchedule s;
-  s.kind = parse_schedule_kind(c.schedule);
+  s.kind = c.schedule;
   s.base_lr = static_cast<float>(c.lr);
   s.warmup_steps = c.warmup;
   s.total_steps = total_steps;
@@ -122,10 +122,6 @@ namespace {
 
 // --normalize, --feature-scale and --feature-shift (train/feature_normalization.hpp).
 void validate_normalization(const TrainConfig& c) {
-  if (c.normalize != "none" && c.normalize != "standardize") {
-    throw InputError(
-        detail::concat("--normalize must be none or standardize, got '", c.normalize, "'"));
-  }
   if (!(std::isfinite(c.feature_scale) && c.feature_scale != 0.0)) {
     throw InputError(detail::concat("--feature-scale must be a finite number other than 0, got ",
                                     c.feature_scale));
@@ -134,13 +130,14 @@ void validate_normalization(const TrainConfig& c) {
     throw InputError(detail::concat("--feature-shift must be finite, got ", c.feature_shift));
   }
   const bool scaled = c.feature_scale != 1.0 || c.feature_shift != 0.0;
-  if (c.normalize == "standardize" && scaled) {
+  const bool standardize = c.normalize == FeatureNormalize::Standardize;
+  if (standardize && scaled) {
     throw InputError("--normalize standardize and --feature-scale/--feature-shift: standardizing "
                      "undoes any scale and shift; give one or the other");
   }
-  if ((c.normalize != "none" || scaled) && (is_text(c) || holds_pixels(parse_dataset_kind(c.data)))) {
+  if ((standardize || scaled) && (is_text(c) || holds_pixels(parse_dataset_kind(c.data)))) {
     throw InputError(detail::concat(
-        c.normalize != "none" ? "--normalize" : "--feature-scale/--feature-shift",
+        standardize ? "--normalize" : "--feature-scale/--feature-shift",
         " applies to a user's arrays (--data npy, h5 or arrays), not --data ", c.data,
         is_text(c) ? "" : " (its images are normalized by the data set's published statistics)"));
   }
@@ -149,12 +146,9 @@ void validate_normalization(const TrainConfig& c) {
 }  // namespace
 
 void validate(const TrainConfig& c) {
-  (void)parse_device(c.device);
-  (void)parse_precision(c.precision);
-  (void)parse_reduce_dtype(c.reduce_dtype);
-  if (parse_grad_dtype(c.grad_dtype) == DType::BF16) {
+  if (c.grad_dtype == DType::BF16) {
     // Said here, before anything is built: the reducer and the store refuse the same.
-    if (c.reduce_dtype != "bf16") {
+    if (c.reduce_dtype != DType::BF16) {
       throw InputError(
           "--grad-dtype bf16 reduces the gradients as they are held, in bf16 with fp32 sums: "
           "add --reduce-dtype bf16");
@@ -187,16 +181,11 @@ void validate(const TrainConfig& c) {
   }
   non_negative(static_cast<double>(c.limit_train), "limit-train");
   non_negative(static_cast<double>(c.limit_test), "limit-test");
-  (void)parse_augment(c.augment);
   validate_normalization(c);
-  if (c.loss != "auto" && c.loss != "cross-entropy" && c.loss != "mse" &&
-      c.loss != "gaussian-nll") {
-    throw InputError(detail::concat(
-        "--loss must be auto, cross-entropy, mse or gaussian-nll, got '", c.loss, "'"));
-  }
-  if (c.loss != "auto" && is_text(c)) {
-    throw InputError(detail::concat("--loss ", c.loss, " does not apply to --data text (a "
-                                    "language model's loss is the next token's cross-entropy)"));
+  if (c.loss != LossChoice::Auto && is_text(c)) {
+    throw InputError(detail::concat("--loss ", kLossNames.name_of(c.loss),
+                                    " does not apply to --data text (a language model's loss is "
+                                    "the next token's cross-entropy)"));
   }
   non_negative(static_cast<double>(c.crop_padding), "crop-padding");
   non_negative(static_cast<double>(c.log_every), "log-every");
@@ -219,16 +208,17 @@ void validate(const TrainConfig& c) {
   }
   // A ZeRO-3 flag given under another policy would do nothing: say why instead.
   auto require_zero3 = [&](bool given, const char* flag, const char* others) {
-    if (given && c.policy != "zero3") {
+    if (given && c.policy != dist::Policy::Zero3) {
       throw InputError(detail::concat(flag, " applies to --policy zero3 only (the other policies ",
-                                      others, "), not to --policy ", c.policy));
+                                      others, "), not to --policy ", dist::to_string(c.policy)));
     }
   };
   require_zero3(c.zero3_persist_below > 0, "--zero3-persist-below", "hold every parameter whole");
   require_zero3(c.no_zero3_prefetch, "--no-zero3-prefetch", "gather no parameters");
-  if (c.fp32_activations && parse_precision(c.precision) != Precision::Bf16) {
+  if (c.fp32_activations && c.precision != Precision::Bf16) {
     throw InputError(detail::concat("--fp32-activations applies to --precision bf16 only (under ",
-                                    c.precision, " every activation is fp32 already)"));
+                                    kPrecisionNames.name_of(c.precision),
+                                    " every activation is fp32 already)"));
   }
   if (!(c.bucket_mb > 0.0)) {
     throw InputError(detail::concat("--bucket-mb must be positive, got ", c.bucket_mb));
@@ -239,9 +229,6 @@ void validate(const TrainConfig& c) {
                                     c.watchdog_timeout));
   }
   if (!(c.lr > 0.0)) throw InputError(detail::concat("--lr must be positive, got ", c.lr));
-  if (c.batchnorm != "sync" && c.batchnorm != "local") {
-    throw InputError(detail::concat("--batchnorm must be sync or local, got '", c.batchnorm, "'"));
-  }
 }
 
 }  // namespace noeira

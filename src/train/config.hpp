@@ -1,6 +1,7 @@
 #pragma once
-// Everything a training or evaluation run is told, as plain values: the command line and a JSON
-// config file fill it; the trainer turns it into an optimizer, a schedule and a data set. Saved as
+// Everything a training or evaluation run is told, as plain values — numbers, and enums where the
+// command line names a choice (it parses each name once; nothing below it compares a name): the
+// command line and a JSON config file fill it; the trainer turns it into an optimizer, a schedule and a data set. Saved as
 // <out>/config.json so a run can be repeated with `noeira train --config <out>/config.json`.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
@@ -9,9 +10,13 @@
 
 #include "core/finite.hpp"
 #include "core/names.hpp"
+#include "distributed/residency.hpp"
+#include "loss/target_loss.hpp"
 #include "kernels/target.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
+#include "train/augment.hpp"
+#include "train/tokenizer.hpp"
 
 namespace noeira {
 
@@ -30,6 +35,15 @@ inline constexpr NameTable<DType, 2> kGradDtypeNames{
     {{{DType::F32, "fp32"}, {DType::BF16, "bf16"}}}, "--grad-dtype"};
 std::string_view to_string(LogFormat format);
 LogFormat parse_log_format(std::string_view name);
+// Batch normalization under data parallelism: the global batch's statistics, or each rank's.
+enum class BatchNormStats : std::uint8_t { Sync, Local };
+inline constexpr NameTable<BatchNormStats, 2> kBatchNormNames{
+    {{{BatchNormStats::Sync, "sync"}, {BatchNormStats::Local, "local"}}}, "--batchnorm"};
+// How a user's features are normalized (train/feature_normalization.hpp).
+enum class FeatureNormalize : std::uint8_t { None, Standardize };
+inline constexpr NameTable<FeatureNormalize, 2> kNormalizeNames{
+    {{{FeatureNormalize::None, "none"}, {FeatureNormalize::Standardize, "standardize"}}},
+    "--normalize"};
 
 struct TrainConfig {
   std::string model = "mlp";             // a preset name (train/presets.hpp)
@@ -44,14 +58,14 @@ struct TrainConfig {
   // How a user's features become the model's inputs (train/feature_normalization.hpp): none, or
   // standardize (each feature by the training split's mean and standard deviation); or, instead,
   // x · feature_scale + feature_shift (a uint8 image's 1/255 and 0).
-  std::string normalize = "none";
+  FeatureNormalize normalize = FeatureNormalize::None;
   double feature_scale = 1.0;
   double feature_shift = 0.0;
   // Text (--data text): a corpus file (or data_dir, a directory of text files; neither: the
   // fortunes package), its tokenizer, and a run of `steps` steps evaluated every `eval_every`
   // on `eval_batches` batches of validation windows. Epochs do not apply.
   std::string text_file;
-  std::string tokenizer = "char";        // char | byte
+  TokenizerKind tokenizer = TokenizerKind::Char;
   std::int64_t steps = 2000;
   std::int64_t eval_every = 250;
   std::int64_t eval_batches = 20;
@@ -64,20 +78,20 @@ struct TrainConfig {
   // Augmentation of the training images (train/augment.hpp): none | crop-flip, the crop padded by
   // crop_padding pixels on every side. CIFAR-10 runs default to crop-flip with 4 (the command
   // line's data-set defaults, cli/options.cpp), the 28x28 data sets to none.
-  std::string augment = "none";
+  Augment augment = Augment::None;
   std::int64_t crop_padding = 2;
   // The loss: auto (softmax cross-entropy for class labels, the mean squared error for float
   // targets), cross-entropy, mse, or gaussian-nll (the model gives a mean and a variance per
   // target: loss/target_loss.hpp).
-  std::string loss = "auto";
-  std::string optimizer = "adam";        // sgd | adam | adamw
+  LossChoice loss = LossChoice::Auto;
+  OptimizerKind optimizer = OptimizerKind::Adam;
   double lr = 1e-3;
   double momentum = 0.0;                 // SGD only
   double beta1 = 0.9, beta2 = 0.999;     // Adam, AdamW
   double weight_decay = 0.0;
   // Cosine decay to min_lr over the run by default: with Adam at 1e-3 it adds about 1 point of
   // Fashion-MNIST test accuracy after 5 epochs over a constant rate (88.8% vs 87.7%, 3 seeds).
-  std::string schedule = "warmup_cosine";  // constant | warmup | warmup_cosine
+  ScheduleKind schedule = ScheduleKind::WarmupCosine;
   std::int64_t warmup = 0;               // warmup steps
   double min_lr = 0.0;                   // floor of the cosine schedule
   double grad_clip = 0.0;                // max global gradient norm; 0 = off
@@ -86,11 +100,11 @@ struct TrainConfig {
   std::int64_t accum = 1;
   std::uint64_t seed = 1;                // initialization and data order
   int threads = 0;                       // OpenMP and OpenBLAS threads; 0 = all cores
-  std::string device = "cpu";            // cpu | cuda: where tensors live and kernels run
+  Target device = Target::Cpu;           // where tensors live and kernels run
   bool allow_tf32 = false;               // cuda: TF32 tensor cores for matrix products
   // fp32 | bf16: the matrix products' operands (kernels/target.hpp Precision); parameters,
   // gradients, optimizer state and checkpoints stay fp32 either way.
-  std::string precision = "fp32";
+  Precision precision = Precision::Fp32;
   std::string out;                       // output directory; empty: runs/<model>-<data>-<time>
   LogFormat log_format = LogFormat::Human;
   std::int64_t log_every = 100;          // steps between step records (0 = only epochs)
@@ -103,7 +117,7 @@ struct TrainConfig {
   std::string names;
   // Distributed training (issue 4). Under an MPI launcher the ranks are the MPI processes;
   // otherwise sim_ranks threads of this process (0 = one rank, no simulation).
-  std::string policy = "ddp";            // ddp | zero1 | zero2 | zero3
+  dist::Policy policy = dist::Policy::Ddp;
   int sim_ranks = 0;
   // With sim_ranks: the simulated ranks sum as nodes of this many consecutive ranks would
   // (distributed/node_layout.hpp: what `mpirun` on such nodes adds up); 0 = one node.
@@ -111,17 +125,17 @@ struct TrainConfig {
   double bucket_mb = 25.0;               // DDP gradient bucket size
   // fp32 | bf16: what the gradient reductions send (bf16: rounded, summed in fp32, rounded once;
   // every policy's gradients then hold the same bits). Gradients stay fp32 everywhere else.
-  std::string reduce_dtype = "fp32";
+  DType reduce_dtype = DType::F32;
   // fp32 | bf16: what the gradients are held in once their unit's vjp is done (bf16: 2 bytes
   // each, reduced as they are; needs bf16 reductions and one micro-batch per step).
-  std::string grad_dtype = "fp32";
+  DType grad_dtype = DType::F32;
   std::int64_t zero3_persist_below = 0;  // ZeRO-3: smaller units stay gathered (PolicyOptions)
   bool no_zero3_prefetch = false;        // ZeRO-3: each gather when its unit starts
   bool checkpoint_activations = false;   // blocks recompute their forward in vjp
   bool fp32_activations = false;         // --precision bf16: hold no activation as bfloat16
   // Batch normalization under data parallelism: sync (statistics of the global batch, so N ranks
   // train the model one rank trains) or local (each rank's rows, as PyTorch's DDP; faster).
-  std::string batchnorm = "sync";
+  BatchNormStats batchnorm = BatchNormStats::Sync;
   double watchdog_timeout = 300.0;       // seconds a collective may wait before the run fails
   bool report_memory = false;            // print each rank's memory after the first step
   // Checkpoints (issue 5): rank-sharded, every checkpoint_every steps (0: only at the end) and

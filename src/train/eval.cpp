@@ -19,10 +19,10 @@ TextRun text_run_for(const TrainConfig& cfg, const SavedModel& saved, Target tar
   }
   const Tokenizer stored = Tokenizer::from_text(saved.vocabulary());
   TrainConfig text_cfg = cfg;
-  text_cfg.tokenizer = std::string(to_string(stored.kind()));
+  text_cfg.tokenizer = stored.kind();
   TextRun run = load_text_run(text_cfg, target, model_vocab);
   if (!(run.tokenizer == stored)) {
-    throw InputError(detail::concat(run.name, ": gives another ", text_cfg.tokenizer,
+    throw InputError(detail::concat(run.name, ": gives another ", to_string(text_cfg.tokenizer),
                                     " vocabulary than ", saved.source(),
                                     " was trained with (another corpus?)"));
   }
@@ -39,7 +39,7 @@ EvalResult run_eval(const TrainConfig& given) {
   cfg.model = saved.model();
   cfg.input_mean = saved.input_mean();
   cfg.input_std = saved.input_std();
-  if (!saved.loss().empty()) cfg.loss = saved.loss();
+  if (saved.loss() != LossChoice::Auto) cfg.loss = saved.loss();
   return model_catalogue().find(cfg.model).eval(cfg, target, saved);
 }
 

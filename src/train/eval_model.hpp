@@ -14,13 +14,13 @@ TextRun text_run_for(const TrainConfig& cfg, const SavedModel& saved, Target tar
 template <Module M, class Loss = void>
 EvalResult eval_model(TrainConfig& cfg, Target target, SavedModel& saved) {
   check_preset_suits_data<M>(cfg);
-  Context ctx = Context::for_target(target, nullptr, parse_precision(cfg.precision));
+  Context ctx = Context::for_target(target, nullptr, cfg.precision);
   M model(model_init<M>(cfg, ctx.target));
   // The data first: a preset that does not fit it is the clearer error.
   if constexpr (LanguageModel<M>) {
     const TextRun run = text_run_for(cfg, saved, target, M::vocab);
     saved.load_into(model);
-    round_to_compute_values(model, ctx, parse_precision(cfg.precision));
+    round_to_compute_values(model, ctx, cfg.precision);
     // One period of one step: the task is only asked for its validation set.
     TrainConfig eval_cfg = cfg;
     eval_cfg.steps = 1;
@@ -30,7 +30,7 @@ EvalResult eval_model(TrainConfig& cfg, Target target, SavedModel& saved) {
     const ImageRun run = load_image_run(cfg, target, M::in_dim, M::out_dim,
                                         /*train_split=*/false, own_loss_factory<Loss>());
     saved.load_into(model);
-    round_to_compute_values(model, ctx, parse_precision(cfg.precision));
+    round_to_compute_values(model, ctx, cfg.precision);
     const std::unique_ptr<TargetLoss> loss = run.test.regression() ? run.losses() : nullptr;
     return evaluate_supervised(model, ctx, run.test, cfg.eval_batch, nullptr, loss.get());
   }

@@ -25,9 +25,9 @@ std::map<std::string, std::string> described(const SavedModel& saved, M& model) 
   told.vocabulary = saved.vocabulary();
   told.input_mean = saved.input_mean();
   told.input_std = saved.input_std();
-  if (!saved.loss().empty()) told.loss = saved.loss();
+  told.loss = saved.loss();
   if (!told.vocabulary.empty()) {
-    told.tokenizer = std::string(to_string(Tokenizer::from_text(told.vocabulary).kind()));
+    told.tokenizer = Tokenizer::from_text(told.vocabulary).kind();
   } else if (told.data.empty() || told.data == "text") {
     return {};
   }

@@ -30,7 +30,7 @@ struct GenerateConfig {
   double temperature = 1.0;
   std::int64_t top_k = 0;
   std::uint64_t seed = 1;
-  std::string device = "cpu";
+  Target device = Target::Cpu;
 };
 
 // The prompt and the generated continuation, as text.

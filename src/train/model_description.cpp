@@ -48,9 +48,9 @@ void describe_arrays(std::map<std::string, std::string>& out, const TrainConfig&
     out["input_mean"] = cfg.input_mean;
     out["input_std"] = cfg.input_std;
   }
-  if (cfg.loss == "gaussian-nll") {
+  if (cfg.loss == LossChoice::GaussianNll) {
     // What eval must score it with, and what its outputs are.
-    out["loss"] = cfg.loss;
+    out["loss"] = kLossNames.name_of(cfg.loss);
     out["output"] = detail::concat("float32 [rows, ", m.out_dim, "]: the ", m.out_dim / 2,
                                    " predicted targets (Gaussian means), then their ",
                                    m.out_dim / 2, " variances");
@@ -76,7 +76,7 @@ std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg, cons
     }
     return out;
   }
-  out["tokenizer"] = cfg.tokenizer;
+  out["tokenizer"] = to_string(cfg.tokenizer);
   out["block"] = detail::concat(m.block);
   out["vocabulary"] = cfg.vocabulary;
   out["input"] = detail::concat("int token ids [rows, up to ", m.block,

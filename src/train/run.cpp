@@ -37,9 +37,9 @@ dist::PolicyOptions policy_options(const TrainConfig& cfg) {
       std::max<std::int64_t>(1, static_cast<std::int64_t>(cfg.bucket_mb * 1024.0 * 1024.0 / 4.0));
   o.persist_below = cfg.zero3_persist_below;
   o.prefetch = !cfg.no_zero3_prefetch;
-  o.reduce_dtype = parse_reduce_dtype(cfg.reduce_dtype);
-  o.param_dtype = param_dtype_of(parse_precision(cfg.precision));
-  o.grad_dtype = parse_grad_dtype(cfg.grad_dtype);
+  o.reduce_dtype = cfg.reduce_dtype;
+  o.param_dtype = param_dtype_of(cfg.precision);
+  o.grad_dtype = cfg.grad_dtype;
   return o;
 }
 
@@ -75,22 +75,24 @@ void print_run_header(Progress& progress, const TrainConfig& cfg, const LoadedRu
                                " parameters), ", run.described));
   progress.note(detail::concat(
       "  ", r.ranks, " rank", r.ranks == 1 ? "" : "s", " (", r.backend, r.nodes.empty() ? "" : ", ",
-      r.nodes, "), device ", cfg.device, cfg.allow_tf32 ? " (tf32)" : "",
-      cfg.precision == "bf16" ? " (bf16 products)" : "", ", policy ", cfg.policy,
-      cfg.grad_dtype == "bf16"     ? " (bf16 gradients and reductions)"
-      : cfg.reduce_dtype == "bf16" ? " (bf16 reductions)"
-                                   : "",
+      r.nodes, "), device ", kDeviceNames.name_of(cfg.device), cfg.allow_tf32 ? " (tf32)" : "",
+      cfg.precision == Precision::Bf16 ? " (bf16 products)" : "", ", policy ",
+      dist::to_string(cfg.policy),
+      cfg.grad_dtype == DType::BF16     ? " (bf16 gradients and reductions)"
+      : cfg.reduce_dtype == DType::BF16 ? " (bf16 reductions)"
+                                        : "",
       ", threads per rank ", r.threads,
       // MPI: a process per rank; else every rank in this one
       oversubscription(r.mpi ? r.threads : r.ranks * r.threads), cpu ? ", products " : "",
       cpu ? cpu::products_library() : "", cpu ? ", OpenBLAS kernels " : "",
       cpu ? cpu::blas_core() : std::string()));
   progress.note(detail::concat(
-      "  optimizer ", cfg.optimizer, " lr ", cfg.lr, " (", cfg.schedule, "), batch ", cfg.batch,
+      "  optimizer ", to_string(cfg.optimizer), " lr ", cfg.lr, " (", to_string(cfg.schedule),
+      "), batch ", cfg.batch,
       is_text(cfg) ? ", steps " : ", epochs ", is_text(cfg) ? cfg.steps : cfg.epochs, ", seed ",
       cfg.seed, ", output ", out_dir));
   // Not refused (it trains correctly), but not what ZeRO-3 is for: no rank holds less.
-  if (cfg.policy == "zero3" && r.ranks > 1 && run.units == 1) {
+  if (cfg.policy == dist::Policy::Zero3 && r.ranks > 1 && run.units == 1) {
     progress.note(detail::concat(
         "note: model '", cfg.model, "' is one unit, so ZeRO-3 gathers all of its parameters at "
         "once on every rank (a Sequential's children are its units, or mark them with Unit<>)"));
@@ -140,7 +142,7 @@ std::unique_ptr<RunClaim> claim_run(const TrainConfig& cfg, Progress& progress) 
 
 // The device a run asks for, checked before any data is loaded; TF32 set as asked.
 Target run_target(const TrainConfig& cfg) {
-  const Target target = parse_device(cfg.device);
+  const Target target = cfg.device;
   if (target == Target::Cuda) {
     if (const std::string why = cuda_unavailable_reason(); !why.empty()) {
       throw InputError("--device cuda: " + why);
@@ -252,8 +254,6 @@ Target check_train_config(const TrainConfig& cfg) {
   // Resolve every name before the (slow) data load, so a typo fails at once.
   (void)model_catalogue().find(cfg.model);
   (void)optimizer_config(cfg);
-  (void)parse_schedule_kind(cfg.schedule);
-  (void)dist::parse_policy(cfg.policy);
   if (!cfg.init_from.empty() && !cfg.resume.empty()) {
     throw InputError("--init-from and --resume: a resumed run continues its own weights; give one");
   }

@@ -32,9 +32,9 @@ namespace {
 
 // The regression loss of a run: the program's own, or --loss's (mse where it says auto).
 TargetLossFactory regression_losses(const TrainConfig& cfg, TargetLossFactory own) {
-  if (!own) return target_loss_factory(cfg.loss == "auto" ? "mse" : cfg.loss);
-  if (cfg.loss != "auto") {
-    throw InputError(detail::concat("--loss ", cfg.loss, ": model '", cfg.model,
+  if (!own) return target_loss_factory(cfg.loss);
+  if (cfg.loss != LossChoice::Auto) {
+    throw InputError(detail::concat("--loss ", kLossNames.name_of(cfg.loss), ": model '", cfg.model,
                                     "' brings its own loss (", own()->name(), ")"));
   }
   return own;
@@ -47,8 +47,8 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
   const DatasetKind kind = parse_dataset_kind(cfg.data);
   ImageRun run;
   // What the loss asks of the targets: class labels, float targets, or either (auto).
-  const bool wants_labels = cfg.loss == "cross-entropy";
-  const bool wants_floats = !wants_labels && (cfg.loss != "auto" || own_loss);
+  const bool wants_labels = cfg.loss == LossChoice::CrossEntropy;
+  const bool wants_floats = !wants_labels && (cfg.loss != LossChoice::Auto || own_loss);
   if (!wants_labels) run.losses = regression_losses(cfg, std::move(own_loss));
   const bool named = kind == DatasetKind::Arrays;
   if (!named) run.dir = image_dir(cfg);
@@ -68,8 +68,8 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     // The loss must suit the targets.
     const bool floats = data.target_width > 0;
     if (floats ? wants_labels : wants_floats) {
-      const std::string loss = cfg.loss != "auto"
-                                   ? detail::concat("--loss ", cfg.loss)
+      const std::string loss = cfg.loss != LossChoice::Auto
+                                   ? detail::concat("--loss ", kLossNames.name_of(cfg.loss))
                                    : detail::concat("model '", cfg.model, "''s own loss");
       throw InputError(detail::concat(
           loss, " needs ", floats ? "integer class labels" : "float targets", ", but ", where,
@@ -102,7 +102,7 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     }
     // The training split decides the normalization (evaluation: the saved model's).
     if (train) {
-      run.normalization = feature_normalization(data, cfg.normalize == "standardize",
+      run.normalization = feature_normalization(data, cfg.normalize == FeatureNormalize::Standardize,
                                                 cfg.feature_scale, cfg.feature_shift);
     }
     const Dataset& loaded = data;
@@ -148,8 +148,9 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
 
 std::string ImageRun::describe(const TrainConfig& cfg) const {
   const std::string augmented =
-      cfg.augment == "none" ? std::string()
-                            : detail::concat(", training images ", cfg.augment, " (padding ",
+      cfg.augment == Augment::None ? std::string()
+                                   : detail::concat(", training images ", to_string(cfg.augment),
+                                                    " (padding ",
                                              cfg.crop_padding, ")");
   const std::string regression =
       test.regression() ? detail::concat(" (regression of ", test.targets.dim(1), " targets)")
@@ -158,7 +159,7 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
       dir.empty() ? detail::concat(cfg.train_x, " and ", cfg.test_x) : dir.string();
   const char* streamed = test.streamed ? " (features streamed from the files)" : "";
   const std::string normalized =
-      cfg.normalize == "standardize"
+      cfg.normalize == FeatureNormalize::Standardize
           ? ", features standardized by the training split's statistics"
           : (normalization.identity() ? std::string()
                                       : detail::concat(", features x * ", cfg.feature_scale,
@@ -171,10 +172,10 @@ TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_
   // The corpus's bytes, then its ids straight into their tensors: a corpus of N bytes peaks at
   // about 5N (the text and the ids), never with a host copy of the ids beside the resident one.
   const io::TextCorpus corpus = io::read_text_corpus(text_corpus_path(cfg));
-  const TextSplit split = split_corpus(corpus, parse_tokenizer_kind(cfg.tokenizer));
+  const TextSplit split = split_corpus(corpus, cfg.tokenizer);
   const Tokenizer& tokenizer = split.tokenizer;
   if (tokenizer.vocab_size() > model_vocab) {
-    throw InputError(detail::concat(corpus.name, ": the ", cfg.tokenizer, " vocabulary has ",
+    throw InputError(detail::concat(corpus.name, ": the ", to_string(cfg.tokenizer), " vocabulary has ",
                                     tokenizer.vocab_size(), " ids but model '", cfg.model,
                                     "' has ", model_vocab, " (try --tokenizer byte)"));
   }
@@ -208,7 +209,7 @@ LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) cons
 
 std::string TextRun::describe(const TrainConfig& cfg) const {
   return detail::concat("text ", text.train.count, " train / ", text.validation.count,
-                        " validation ", cfg.tokenizer, " tokens (vocabulary ",
+                        " validation ", to_string(cfg.tokenizer), " tokens (vocabulary ",
                         tokenizer.vocab_size(), ") from ", name);
 }
 

@@ -33,7 +33,7 @@ struct ImageRun {
 
   SupervisedTask task(const TrainConfig& cfg) const {
     return SupervisedTask(train, test, cfg.epochs, cfg.batch, cfg.eval_batch, cfg.seed,
-                          Augmentation{parse_augment(cfg.augment), cfg.crop_padding}, losses);
+                          Augmentation{cfg.augment, cfg.crop_padding}, losses);
   }
   std::string describe(const TrainConfig& cfg) const;
 };

@@ -84,7 +84,7 @@ void check_model_description(const std::filesystem::path& file,
     }
     told.vocabulary = *vocabulary;
     try {
-      told.tokenizer = std::string(to_string(Tokenizer::from_text(*vocabulary).kind()));
+      told.tokenizer = Tokenizer::from_text(*vocabulary).kind();
     } catch (const InputError& e) {
       refuse("vocabulary", detail::concat("is not a serialized tokenizer (", e.what(), ")"));
     }
@@ -94,7 +94,8 @@ void check_model_description(const std::filesystem::path& file,
     // A user's arrays: the normalization the run applied, when it applied one.
     const std::string* mean = find("input_mean");
     const std::string* std = find("input_std");
-    if (const std::string* loss = find("loss")) told.loss = *loss;
+    // io/params_file.cpp takes no other recorded loss.
+    if (find("loss") != nullptr) told.loss = LossChoice::GaussianNll;
     told.input_mean = mean == nullptr ? std::string() : *mean;
     told.input_std = std == nullptr ? std::string() : *std;
     (void)parse_feature_normalization(told.input_mean, told.input_std, sizes.in_dim,
@@ -166,7 +167,12 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
   if (!arrays_normalization(saved.data_).empty()) {
     saved.input_mean_ = told("input_mean");
     saved.input_std_ = told("input_std");
-    saved.loss_ = told("loss");
+    const std::string loss = told("loss");
+    if (!loss.empty() && loss != kLossNames.name_of(LossChoice::GaussianNll)) {
+      throw InputError(detail::concat(saved.source(), ": records the loss '", shown(loss),
+                                      "' (a saved model records gaussian-nll, or none)"));
+    }
+    saved.loss_ = loss.empty() ? LossChoice::Auto : LossChoice::GaussianNll;
   }
   saved.model_ = cfg.model.empty() ? stored : cfg.model;
   // The file's tensors against the preset before its model is built: a small file that cannot

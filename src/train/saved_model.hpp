@@ -41,8 +41,8 @@ class SavedModel {
   // empty: none), for eval to apply alike (train/feature_normalization.hpp).
   const std::string& input_mean() const { return input_mean_; }
   const std::string& input_std() const { return input_std_; }
-  // The loss it was trained with where it is not its targets' default (gaussian-nll), else empty.
-  const std::string& loss() const { return loss_; }
+  // The loss it was trained with where it is not its targets' default (GaussianNll), else Auto.
+  LossChoice loss() const { return loss_; }
 
   // Fills a freshly built model of the preset with the stored values (names and shapes checked;
   // non-finite values refused unless the configuration allowed them).
@@ -58,7 +58,7 @@ class SavedModel {
   std::string vocabulary_;
   std::string data_;
   std::string input_mean_, input_std_;
-  std::string loss_;
+  LossChoice loss_ = LossChoice::Auto;
   std::map<std::string, std::string> description_;  // a model.h5's root attributes
   NonFinite non_finite_ = NonFinite::Refuse;
 };

@@ -33,7 +33,7 @@ class SupervisedTask {
   SupervisedTask(const ResidentData& train, const ResidentData& test, std::int64_t epochs,
                  std::int64_t batch, std::int64_t eval_batch, std::uint64_t seed,
                  Augmentation augment = {},
-                 TargetLossFactory losses = target_loss_factory("mse"));
+                 TargetLossFactory losses = target_loss_factory(LossChoice::Mse));
 
   std::int64_t periods() const { return epochs_; }
   std::int64_t steps_per_period() const { return steps_per_epoch(batch_size_, train_.count); }
@@ -104,7 +104,7 @@ EvalResult evaluate_supervised(M& model, Context& ctx, const ResidentData& data,
   CrossEntropyLoss cross_entropy;
   std::unique_ptr<TargetLoss> squared_error;
   if (loss == nullptr && data.regression()) {
-    squared_error = target_loss_factory("mse")();
+    squared_error = target_loss_factory(LossChoice::Mse)();
     loss = squared_error.get();
   }
   Tensor loss_sum({1}, ctx.target, DType::F64);

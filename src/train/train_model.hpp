@@ -29,9 +29,10 @@ namespace detail {
 template <Module M>
 void check_model_options(const TrainConfig& cfg) {
   check_preset_suits_data<M>(cfg);
-  if (cfg.batchnorm == "local" || cfg.checkpoint_activations || cfg.fp32_activations) {
+  if (cfg.batchnorm == BatchNormStats::Local || cfg.checkpoint_activations ||
+      cfg.fp32_activations) {
     M probe(model_init<M>(cfg, Target::Cpu));
-    if (cfg.batchnorm == "local" && dist::walk_units(probe).buffers.empty()) {
+    if (cfg.batchnorm == BatchNormStats::Local && dist::walk_units(probe).buffers.empty()) {
       throw InputError(detail::concat("--batchnorm local: model '", cfg.model,
                                       "' has no batch normalization"));
     }
@@ -70,7 +71,7 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
   // the GPU: cuda), and the group decides on which stream.
   const dist::RankStream stream(group, group.buffer_target());
   Context ctx = Context::for_target(group.buffer_target(), stream.get(),
-                                    parse_precision(cfg.precision));
+                                    cfg.precision);
   ctx.seed = cfg.seed;
   // Under --precision bf16 the activations that only products read are held as bfloat16 bits:
   // the same numbers in half the bytes (core/bf16_activation.hpp), unless --fp32-activations.
@@ -84,7 +85,7 @@ TrainSummary train_rank(const TrainConfig& cfg, dist::ProcessGroup& group, const
     load_weights_file(cfg.init_from, cfg.model, cfg.names, dist::walk_units(model),
                       non_finite_policy(cfg));
   }
-  dist::ShardingPolicy policy(dist::parse_policy(cfg.policy), dist::walk_units(model), group, ctx,
+  dist::ShardingPolicy policy(cfg.policy, dist::walk_units(model), group, ctx,
                               policy_options(cfg));
   // Identical seeds are not enough for identical replicas: rank 0's values win.
   policy.broadcast_initial_parameters();

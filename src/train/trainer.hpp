@@ -104,7 +104,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   // per-rank statistics, rank 0's running estimates are the model's, and every rank takes them
   // before they are evaluated or saved.
   dist::SyncedBatchStats synced_stats(group);
-  const bool local_buffers = cfg.batchnorm == "local" && group.size() > 1;
+  const bool local_buffers = cfg.batchnorm == BatchNormStats::Local && group.size() > 1;
   // For the training run; evaluation uses the running statistics.
   const ScopedSetting<CrossRankSum*> stats_scope(
       ctx.batch_stats, local_buffers || group.size() == 1 ? nullptr : &synced_stats);
