@@ -36,6 +36,16 @@ void expect_error_containing(const std::function<void()>& f, const std::string& 
   }
 }
 
+template <class E>
+void expect_error_containing_any(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing: " << part;
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
 // Installs a catalogue for one test and puts the presets back after it.
 struct InstalledCatalogue {
   explicit InstalledCatalogue(ModelCatalogue c) { install_model_catalogue(std::move(c)); }
@@ -184,6 +194,48 @@ TEST(ModelCatalogue, AOneUnitModelUnderZero3IsToldItShardsNothing) {
               std::string(model) == "lone")
         << out;
   }
+}
+
+// A program that drives training sees rank 0's records as they are made, the very ones
+// metrics.jsonl gets, on simulated ranks too; a callback that throws is not called again, the run
+// finishes, and run_train then says what it threw.
+TEST(TrainCallbacks, SeeRankZerosRecordsAsMetricsGetsThemAndAFailureAfterTheRun) {
+  const TempDir dir;
+  write_regression(dir.path(), "train", 32);
+  write_regression(dir.path(), "test", 8);
+  const InstalledCatalogue installed(ModelCatalogue({model_entry<UserNet>("user-net", "mine")}));
+  TrainConfig cfg = zero3_run(dir, "user-net", 3, 8);  // 4 steps per epoch, 2 simulated ranks
+  cfg.log_every = 2;
+  std::vector<double> step_losses;
+  std::vector<std::int64_t> steps;
+  std::vector<double> test_losses;
+  TrainCallbacks callbacks;
+  callbacks.on_step = [&](const StepRecord& r) {
+    step_losses.push_back(r.loss);
+    steps.push_back(r.step);
+  };
+  callbacks.on_epoch = [&](const EpochRecord& r) { test_losses.push_back(r.test_loss); };
+  (void)run_train(cfg, callbacks);
+  EXPECT_EQ(steps, (std::vector<std::int64_t>{2, 4, 6, 8, 10, 12}));
+  const auto logged = testing::metrics_records(dir / "user-net/metrics.jsonl", "step");
+  const auto epochs = testing::metrics_records(dir / "user-net/metrics.jsonl", "epoch");
+  ASSERT_EQ(logged.size(), step_losses.size());
+  ASSERT_EQ(epochs.size(), test_losses.size());
+  for (std::size_t i = 0; i < logged.size(); ++i) EXPECT_EQ(logged[i]["loss"], step_losses[i]);
+  for (std::size_t i = 0; i < epochs.size(); ++i) EXPECT_EQ(epochs[i]["test_loss"], test_losses[i]);
+
+  int calls = 0;
+  TrainCallbacks failing;
+  failing.on_step = [&](const StepRecord&) {
+    ++calls;
+    throw std::runtime_error("the monitor's disk is full");
+  };
+  cfg.out = (dir / "failing").string();
+  expect_error_containing_any<Error>([&] { (void)run_train(cfg, failing); },
+                                     "a training callback threw: on_step: the monitor's disk is "
+                                     "full (the run finished: ");
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(std::filesystem::exists(dir / "failing/model.h5"));
 }
 
 // A run over a communicator of the caller's needs the caller's MPI (this test process never

@@ -1,5 +1,7 @@
 #include "train/progress.hpp"
 
+#include "kernels/error.hpp"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -55,7 +57,27 @@ void Progress::tick(std::int64_t epoch, std::int64_t epochs, std::int64_t epoch_
   bar_shown_ = true;
 }
 
+namespace {
+
+// Calls `callback` with `record` unless an earlier one failed; what it throws is kept, not thrown
+// into the middle of a step (the other ranks would wait for this one forever).
+template <class Record>
+void notify(const std::function<void(const Record&)>& callback, const Record& record,
+            const char* name, std::string& failure) {
+  if (!callback || !failure.empty()) return;
+  try {
+    callback(record);
+  } catch (const std::exception& e) {
+    failure = detail::concat(name, ": ", e.what());
+  } catch (...) {
+    failure = detail::concat(name, ": an exception that is no std::exception");
+  }
+}
+
+}  // namespace
+
 void Progress::step(const StepRecord& r) {
+  notify(callbacks_.on_step, r, "on_step", callback_failure_);
   if (format_ == LogFormat::Json) {
     out_ << to_json(r).dump() << '\n' << std::flush;
     return;
@@ -71,6 +93,7 @@ void Progress::step(const StepRecord& r) {
 }
 
 void Progress::epoch(const EpochRecord& r) {
+  notify(callbacks_.on_epoch, r, "on_epoch", callback_failure_);
   if (format_ == LogFormat::Json) {
     out_ << to_json(r).dump() << '\n' << std::flush;
     return;

@@ -5,8 +5,11 @@
 // only (one JSON object per line) and notes go to stderr.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "train/config.hpp"
 #include "train/metrics.hpp"
@@ -15,6 +18,16 @@ namespace noeira {
 
 // Whether stdout is a terminal (isatty).
 bool stdout_is_terminal();
+
+// What a program that drives training sees of it as it runs (run_train's callbacks): rank 0's
+// records, as metrics.jsonl gets them: on_step at every logged step (--log-every), on_epoch after
+// each epoch's (or text period's) evaluation. They run on rank 0's thread between steps, and the
+// training waits for them. A callback that throws is not called again; the run finishes (no rank
+// waits on rank 0's failure) and run_train then throws what it threw.
+struct TrainCallbacks {
+  std::function<void(const StepRecord&)> on_step;
+  std::function<void(const EpochRecord&)> on_epoch;
+};
 
 class Progress {
  public:
@@ -30,6 +43,11 @@ class Progress {
   // A free-form line (run header, "saved ..."): stdout in human mode, stderr in JSON mode.
   void note(std::string_view text);
 
+  // Calls `callbacks` with every record from now on.
+  void observe(TrainCallbacks callbacks) { callbacks_ = std::move(callbacks); }
+  // What a callback threw ("on_step: ..."), empty when none did.
+  const std::string& callback_failure() const { return callback_failure_; }
+
  private:
   void clear_bar();
 
@@ -38,6 +56,8 @@ class Progress {
   LogFormat format_;
   bool terminal_;
   bool bar_shown_ = false;
+  TrainCallbacks callbacks_;
+  std::string callback_failure_;
   std::chrono::steady_clock::time_point last_draw_{};
 };
 

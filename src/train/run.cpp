@@ -278,7 +278,7 @@ Target check_train_config(const TrainConfig& cfg) {
 namespace {
 
 // A run over `comm` (MPI_COMM_NULL: this process's simulated ranks, or one).
-TrainOutcome train_over(const TrainConfig& given, MPI_Comm comm) {
+TrainOutcome train_over(const TrainConfig& given, MPI_Comm comm, const TrainCallbacks& callbacks) {
   TrainConfig cfg = given;
   const Target target = check_train_config(cfg);
   const bool mpi = comm != MPI_COMM_NULL;
@@ -291,7 +291,7 @@ TrainOutcome train_over(const TrainConfig& given, MPI_Comm comm) {
   dist::ProcessGroupOptions group_options;
   group_options.timeout =
       dist::Milliseconds(static_cast<std::int64_t>(cfg.watchdog_timeout * 1000.0));
-  const TrainLaunch launch{target, comm, world, group_options};
+  const TrainLaunch launch{target, comm, world, group_options, &callbacks};
   return model_catalogue().find(cfg.model).train(cfg, launch);
 }
 
@@ -324,17 +324,18 @@ class RunCommunicator {
 
 }  // namespace
 
-TrainOutcome run_train(const TrainConfig& config) {
-  return train_over(config, launched_comm());
+TrainOutcome run_train(const TrainConfig& config, const TrainCallbacks& callbacks) {
+  return train_over(config, launched_comm(), callbacks);
 }
 
-TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm) {
+TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm,
+                       const TrainCallbacks& callbacks) {
   if (config.sim_ranks > 0) {
     throw InputError(detail::concat("--sim-ranks ", config.sim_ranks,
                                     " with a communicator: the ranks are the communicator's"));
   }
   const RunCommunicator run_comm(comm);
-  return train_over(config, run_comm.get());
+  return train_over(config, run_comm.get(), callbacks);
 }
 
 void prepare_every_rank(const TrainLaunch& launch, const std::function<void()>& prepare) {
@@ -363,6 +364,15 @@ TrainOutcome run_ranks(const TrainConfig& cfg, const TrainLaunch& launch, const 
   // mpirun hands ranks a pseudo-terminal even when its own output goes to a log file: no bar
   // under MPI, so job logs stay plain lines.
   Progress progress(std::cout, std::cerr, cfg.log_format, stdout_is_terminal() && !mpi);
+  if (launch.callbacks != nullptr) progress.observe(*launch.callbacks);
+  // After the run (every rank done with it): what a callback threw, on rank 0.
+  auto callbacks_done = [&](TrainOutcome done) {
+    if (!progress.callback_failure().empty()) {
+      throw Error(detail::concat("a training callback threw: ", progress.callback_failure(),
+                                 " (the run finished: ", done.out_dir, ")"));
+    }
+    return done;
+  };
   outcome.parameters = run.parameters;
 
   const int all_threads = cfg.threads > 0 ? cfg.threads : omp_get_num_procs();
@@ -393,7 +403,7 @@ TrainOutcome run_ranks(const TrainConfig& cfg, const TrainLaunch& launch, const 
     // so every process of a stopped job exits "to be resumed".
     outcome.summary = summary;
     outcome.rank = group->rank();
-    return outcome;
+    return callbacks_done(outcome);
   }
 
   // N simulated ranks (threads) of this process, or one: the same policy code either way.
@@ -420,7 +430,7 @@ TrainOutcome run_ranks(const TrainConfig& cfg, const TrainLaunch& launch, const 
       },
       launch.group_options, target, cfg.sim_ranks_per_node);
   omp_set_num_threads(caller_threads);
-  return outcome;
+  return callbacks_done(outcome);
 }
 
 }  // namespace noeira

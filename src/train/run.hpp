@@ -22,7 +22,8 @@ struct TrainOutcome {
 // A run stopped by a signal (summary.stop_signal != 0) has written a checkpoint but no model.h5;
 // one whose checkpoint failed (summary.save_failure) has written model.h5 where it could. Without
 // --out, the output directory is a new one (TrainOutcome::out_dir).
-TrainOutcome run_train(const TrainConfig& config);
+// `callbacks`: rank 0's view of the records as they are made (train/progress.hpp).
+TrainOutcome run_train(const TrainConfig& config, const TrainCallbacks& callbacks = {});
 
 // The same run over the ranks of `comm`, a communicator of the calling program's (an MPI
 // simulation that gives noeira some of its ranks; docs/library.md). Every rank of comm calls it
@@ -30,7 +31,8 @@ TrainOutcome run_train(const TrainConfig& config);
 // noeira does neither. The run's collectives are on a duplicate of comm, freed at the end, and
 // touch no rank outside it; the caller must not wait on comm's ranks meanwhile. Not with
 // --sim-ranks. A refusal (one that every rank finds) is thrown on every rank alike.
-TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm);
+TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm,
+                       const TrainCallbacks& callbacks = {});
 
 // What run_train checks first, before anything is loaded: every option against the others, the
 // names (preset, data set, optimizer, policy...), the device (run_target, returned) and the

@@ -26,6 +26,8 @@ struct TrainLaunch {
   MPI_Comm comm = MPI_COMM_NULL;
   int world = 1;
   dist::ProcessGroupOptions group_options;
+  // Rank 0's callbacks (train/progress.hpp); null: none.
+  const TrainCallbacks* callbacks = nullptr;
 
   bool mpi() const { return comm != MPI_COMM_NULL; }
 };
