@@ -94,6 +94,16 @@ TrainConfig full_batch_run(const TempDir& dir, const std::string& model, const s
   return cfg;
 }
 
+// `noeira eval` of <dir>/<run>/model.h5 on the test split in `dir`, its model as the file names.
+EvalResult eval_saved(const TempDir& dir, const std::string& run) {
+  TrainConfig eval;
+  eval.model.clear();
+  eval.params = (dir / run / "model.h5").string();
+  eval.data = "npy";
+  eval.data_dir = dir.path().string();
+  return run_eval(eval);
+}
+
 // PyTorch's run at `lr` (gaussian_nll_torch.py), or nullopt without torch.
 std::optional<nlohmann::json> torch_run(const TempDir& dir, double lr) {
   const std::string cmd = "/usr/bin/python3 '" NOEIRA_TEST_DATA_DIR "/../gaussian_nll_torch.py' '" +
@@ -149,12 +159,7 @@ TEST(GaussianNll, AVarianceHeadTrainsAsPyTorchStepByStepAndEvalScoresItAlike) {
 
   // model.h5 says which loss scores it, and eval scores it so.
   EXPECT_EQ(io::read_params_attribute(dir / "run/model.h5", "loss"), "gaussian-nll");
-  TrainConfig eval;
-  eval.model.clear();
-  eval.params = (dir / "run/model.h5").string();
-  eval.data = "npy";
-  eval.data_dir = cfg.data_dir;
-  const EvalResult r = run_eval(eval);
+  const EvalResult r = eval_saved(dir, "run");
   const auto last = metrics_records(dir / "run/metrics.jsonl", "epoch").back();
   EXPECT_DOUBLE_EQ(r.loss, last["test_loss"].get<double>());
   EXPECT_DOUBLE_EQ(r.rmse, last["test_rmse"].get<double>());
@@ -180,12 +185,7 @@ TEST(OwnLoss, AProgramsLossIsTheOneTrainedAndEvaluated) {
   EXPECT_EQ(first_own, 2.0 * first_mse);
   EXPECT_GT(first_mse, 0.0);
 
-  TrainConfig eval;
-  eval.model.clear();
-  eval.params = (dir / "own/model.h5").string();
-  eval.data = "npy";
-  eval.data_dir = own.data_dir;
-  const EvalResult r = run_eval(eval);
+  const EvalResult r = eval_saved(dir, "own");
   EXPECT_DOUBLE_EQ(r.loss, metrics_records(dir / "own/metrics.jsonl", "epoch")[0]["test_loss"]);
   // The RMSE is of the predictions, whatever the loss.
   EXPECT_NEAR(r.rmse * r.rmse, r.loss / 2.0, 1e-6 * r.loss);
