@@ -430,7 +430,7 @@ class ModelFileIntegrityEval : public ::testing::Test {
     presets::Mlp model(Init(Target::Cpu, InitSpec{}));
     const dist::WalkUnits walk = dist::walk_units(model);
     TrainConfig cfg;
-    cfg.data = "fashion-mnist";
+    cfg.data = DatasetKind::FashionMnist;
     std::vector<float> values;
     for (const NamedParam& p : walk.params) {
       const std::vector<float> v = p.param->val.to_vector();

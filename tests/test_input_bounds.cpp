@@ -139,7 +139,7 @@ TEST(SafetensorsBounds, ATinyFileNamingGpt2IsRefusedBeforeTheModelIsBuilt) {
   TrainConfig eval;
   eval.params = file.string();
   eval.model.clear();  // the file's
-  eval.data = "text";
+  eval.data = DatasetKind::Text;
   expect_refused_small([&] { (void)run_eval(eval); });
   GenerateConfig generate;
   generate.params = file.string();
@@ -189,24 +189,24 @@ TEST(SafetensorsBounds, AHeadOfItsOwnIsRefusedByNameAndTheTiedCopyRead) {
   write_with_head(dir / "three.safetensors", &three, {3});
   expect_input_error(
       [&] {
-        load_weights_file(dir / "three.safetensors", "gpt-tiny", "", walk, NonFinite::Refuse);
+        load_weights_file(dir / "three.safetensors", "gpt-tiny", std::nullopt, walk, NonFinite::Refuse);
       },
       {"three.safetensors", "'lm_head.weight'", "ties it to 'transformer.wte.weight'"});
   std::vector<float> other(256 * 32, 0.5f);
   write_with_head(dir / "other.safetensors", &other, {256, 32});
   expect_input_error(
       [&] {
-        load_weights_file(dir / "other.safetensors", "gpt-tiny", "", walk, NonFinite::Refuse);
+        load_weights_file(dir / "other.safetensors", "gpt-tiny", std::nullopt, walk, NonFinite::Refuse);
       },
       {"other.safetensors", "'lm_head.weight'", "differ"});
   // The same bits as the embedding (what a state_dict of the tied model holds): read.
   write_with_head(dir / "same.safetensors", nullptr, {256, 32});
-  load_weights_file(dir / "same.safetensors", "gpt-tiny", "", walk, NonFinite::Refuse);
+  load_weights_file(dir / "same.safetensors", "gpt-tiny", std::nullopt, walk, NonFinite::Refuse);
   // eval's check before building says the same.
   TrainConfig eval;
   eval.params = (dir / "three.safetensors").string();
   eval.model.clear();  // the file's
-  eval.data = "text";
+  eval.data = DatasetKind::Text;
   expect_input_error([&] { (void)run_eval(eval); }, {"three.safetensors", "'lm_head.weight'"});
 }
 
@@ -219,7 +219,7 @@ TEST(SafetensorsBounds, ATensorTheModelDoesNotUseIsRefusedByName) {
   write_with_extra(dir / "extra.safetensors", NameScheme::Noeira, "h.0.attn.extra", &one, {1});
   expect_input_error(
       [&] {
-        load_weights_file(dir / "extra.safetensors", "gpt-tiny", "", walk, NonFinite::Refuse);
+        load_weights_file(dir / "extra.safetensors", "gpt-tiny", std::nullopt, walk, NonFinite::Refuse);
       },
       {"extra.safetensors", "has tensor 'h.0.attn.extra'"});
 }

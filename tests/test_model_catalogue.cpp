@@ -115,7 +115,7 @@ TrainConfig zero3_run(const TempDir& dir, const std::string& model, std::int64_t
                       std::int64_t batch) {
   TrainConfig cfg;
   cfg.model = model;
-  cfg.data = "npy";
+  cfg.data = DatasetKind::Npy;
   cfg.data_dir = dir.path().string();
   cfg.epochs = epochs;
   cfg.batch = batch;
@@ -154,7 +154,7 @@ TEST(ModelCatalogue, AUserModelTakesThePresetsPathUnderItsOwnName) {
   TrainConfig eval;
   eval.model.clear();  // the one the file names
   eval.params = (dir / "run/model.h5").string();
-  eval.data = "npy";
+  eval.data = DatasetKind::Npy;
   eval.data_dir = cfg.data_dir;
   const EvalResult first = run_eval(eval);
   eval.params = (dir / "resumed/model.h5").string();

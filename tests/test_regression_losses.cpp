@@ -81,7 +81,7 @@ constexpr std::int64_t kTrain = 96, kSteps = 12;
 TrainConfig full_batch_run(const TempDir& dir, const std::string& model, const std::string& out) {
   TrainConfig cfg;
   cfg.model = model;
-  cfg.data = "npy";
+  cfg.data = DatasetKind::Npy;
   cfg.data_dir = dir.path().string();
   cfg.epochs = kSteps;
   cfg.batch = kTrain;
@@ -99,7 +99,7 @@ EvalResult eval_saved(const TempDir& dir, const std::string& run) {
   TrainConfig eval;
   eval.model.clear();
   eval.params = (dir / run / "model.h5").string();
-  eval.data = "npy";
+  eval.data = DatasetKind::Npy;
   eval.data_dir = dir.path().string();
   return run_eval(eval);
 }
@@ -146,7 +146,7 @@ TEST(GaussianNll, AVarianceHeadTrainsAsPyTorchStepByStepAndEvalScoresItAlike) {
   TrainConfig cfg = full_batch_run(dir, "gaussian-net", "run");
   cfg.loss = LossChoice::GaussianNll;
   cfg.init_from = (dir / "init.safetensors").string();
-  cfg.names = "noeira";
+  cfg.names = NameScheme::Noeira;
   (void)run_train(cfg);
   const double worst = worst_difference(dir / "run/metrics.jsonl", *torch);
   EXPECT_LT(worst, 1e-4);

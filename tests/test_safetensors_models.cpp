@@ -109,7 +109,7 @@ void expect_round_trip(std::string_view preset, NameScheme scheme) {
   EXPECT_EQ(st.metadata().at("names"), kNameSchemeNames.name_of(scheme));
   EXPECT_EQ(st.metadata().at("vocabulary"), "ab");
   const dist::WalkUnits walk = dist::walk_units(b);
-  load_weights_safetensors(st, preset, reading_name_map(st, "", preset, walk), walk,
+  load_weights_safetensors(st, preset, reading_name_map(st, std::nullopt, preset, walk), walk,
                            NonFinite::Refuse);
   EXPECT_EQ(walk_bits(a), walk_bits(b));
 }
@@ -164,21 +164,21 @@ TEST(SafetensorsModel, AFileThatDoesNotFitIsNamed) {
   io::save_safetensors(bare, {{"0.weight", {256, 784}, w0}, {"0.bias", {256}, b0},
                               {"2.weight", {128, 256}, w2}, {"2.bias", {128}, b2},
                               {"4.weight", {10, 128}, w4}});
-  expect_input_error([&] { load_weights_file(bare, "mlp", "", walk, NonFinite::Refuse); },
+  expect_input_error([&] { load_weights_file(bare, "mlp", std::nullopt, walk, NonFinite::Refuse); },
                      {bare.string(), "tensor '4.bias' (noeira's '2.bias') is missing"});
   io::save_safetensors(bare, {{"0.weight", {256, 784}, w0}, {"0.bias", {256}, b0},
                               {"2.weight", {128, 256}, w2}, {"2.bias", {128}, b2},
                               {"4.weight", {10, 128}, w4}, {"4.bias", {5}, wrong}});
-  expect_input_error([&] { load_weights_file(bare, "mlp", "pytorch", walk, NonFinite::Refuse); },
+  expect_input_error([&] { load_weights_file(bare, "mlp", NameScheme::Pytorch, walk, NonFinite::Refuse); },
                      {bare.string(), "tensor '4.bias'", "shape [5]", "expects [10]"});
   io::save_safetensors(bare, {{"0.weight", {256, 784}, w0}, {"0.bias", {256}, b0},
                               {"2.weight", {128, 256}, w2}, {"2.bias", {128}, b2},
                               {"4.weight", {10, 128}, w4}, {"4.bias", {10}, b4},
                               {"6.weight", {5}, wrong}});
-  expect_input_error([&] { load_weights_file(bare, "mlp", "pytorch", walk, NonFinite::Refuse); },
+  expect_input_error([&] { load_weights_file(bare, "mlp", NameScheme::Pytorch, walk, NonFinite::Refuse); },
                      {bare.string(), "has tensor '6.weight'", "model 'mlp' does not"});
   expect_input_error(
-      [&] { load_weights_file(dir / "w.pt", "mlp", "", walk, NonFinite::Refuse); },
+      [&] { load_weights_file(dir / "w.pt", "mlp", std::nullopt, walk, NonFinite::Refuse); },
       {"w.pt", "unknown weights file extension '.pt'", ".safetensors or .h5"});
 }
 

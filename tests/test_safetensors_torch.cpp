@@ -109,7 +109,7 @@ void expect_torch_logits(const std::filesystem::path& dir, const std::string& pr
   const std::vector<float> x = io.read_float(*io.find("x"));
   const std::vector<float> expected = io.read_float(*io.find("logits"));
   M model(Init(Target::Cpu, InitSpec{InitKind::KaimingNormal, 0.0f, 0.02f, 4}));
-  load_weights_file(weights, preset, "pytorch", dist::walk_units(model), NonFinite::Refuse);
+  load_weights_file(weights, preset, NameScheme::Pytorch, dist::walk_units(model), NonFinite::Refuse);
   const std::vector<float> got = eval_logits(model, x);
   ASSERT_EQ(got.size(), expected.size());
   double scale = 1.0;

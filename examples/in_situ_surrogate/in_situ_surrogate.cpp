@@ -61,7 +61,7 @@ int train_and_judge(const std::string& work, MPI_Comm trainers, int rank) {
       {noeira::model_entry<Surrogate>("heat-surrogate", "3x3 stencil -> next value")}));
   noeira::TrainConfig cfg;  // what `noeira train` flags say, typed in
   cfg.model = "heat-surrogate";
-  cfg.data = "npy";
+  cfg.data = noeira::DatasetKind::Npy;
   cfg.data_dir = work + "/data";
   cfg.epochs = 30;
   cfg.batch = 64;

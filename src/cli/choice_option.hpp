@@ -5,9 +5,11 @@
 // name is compared again. The field keeps its own default otherwise (shown in --help).
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "core/names.hpp"
+#include "kernels/error.hpp"
 
 namespace noeira::cli {
 
@@ -19,6 +21,30 @@ CLI::Option* add_choice(CLI::App& app, const std::string& flag, E& field,
           flag, [&field, &table](const std::string& name) { field = table.parse(name); }, help)
       ->check(CLI::IsMember(table.names()))
       ->default_str(std::string(table.name_of(field)));
+}
+
+// The same for a choice that may be left to someone else (a file's own name map): the empty name,
+// which config.json records for it, is none.
+template <class E, std::size_t N>
+CLI::Option* add_optional_choice(CLI::App& app, const std::string& flag, std::optional<E>& field,
+                                 const NameTable<E, N>& table, const std::string& help) {
+  const std::string joined = table.joined();
+  return app
+      .add_option_function<std::string>(
+          flag,
+          [&field, &table](const std::string& name) {
+            field = name.empty() ? std::nullopt : std::optional<E>(table.parse(name));
+          },
+          help)
+      ->check(CLI::Validator(
+          [&table](std::string& value) -> std::string {
+            if (value.empty()) return {};
+            for (const auto& row : table.rows) {
+              if (row.name == value) return {};
+            }
+            return detail::concat("'", value, "' is not one of ", table.joined());
+          },
+          "{" + joined + "} or empty"));
 }
 
 }  // namespace noeira::cli

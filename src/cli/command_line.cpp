@@ -126,14 +126,12 @@ void add_export_command(CLI::App& app, ExportConfig& e) {
   a->add_option("--model", e.model, "Model preset (empty: the one the source names)");
   a->add_option("--format", e.format, "Format of the written file")
       ->check(CLI::IsMember({"safetensors"}));
-  a->add_option("--names", e.names,
-                "Tensor names of the written file: noeira (the parameter walk's) or pytorch "
-                "(torch.nn.Sequential for the MLPs, Hugging Face GPT-2 for the GPTs, torchvision "
-                "for the ResNets, embed + rnn + head for the recurrent LMs)")
-      ->check(CLI::IsMember(kNameSchemeNames.names()));
-  a->add_option("--source-names", e.source_names,
-                "Name map of a .safetensors source (empty: the one its metadata names)")
-      ->check(CLI::IsMember(kNameSchemeNames.names()));
+  add_choice(*a, "--names", e.names, kNameSchemeNames,
+             "Tensor names of the written file: noeira (the parameter walk's) or pytorch "
+             "(torch.nn.Sequential for the MLPs, Hugging Face GPT-2 for the GPTs, torchvision "
+             "for the ResNets, embed + rnn + head for the recurrent LMs)");
+  add_optional_choice(*a, "--source-names", e.source_names, kNameSchemeNames,
+                      "Name map of a .safetensors source (empty: the one its metadata names)");
   a->add_option("-o,--out", e.out, "The file to write, <name>.safetensors")->required();
   a->add_flag("--allow-non-finite", e.allow_non_finite,
               "Read and write parameters that hold NaN or infinity (refused by default)");
@@ -142,7 +140,8 @@ void add_export_command(CLI::App& app, ExportConfig& e) {
 int export_main(const ExportConfig& e) {
   const ExportResult r = run_export(e);
   std::printf("exported %s (%lld tensors, --names %s) to %s\n", r.model.c_str(),
-              static_cast<long long>(r.tensors), e.names.c_str(), e.out.c_str());
+              static_cast<long long>(r.tensors),
+              std::string(kNameSchemeNames.name_of(e.names)).c_str(), e.out.c_str());
   return 0;
 }
 

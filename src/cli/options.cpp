@@ -58,20 +58,6 @@ std::string model_list() {
   return s;
 }
 
-// A name map (train/name_map.hpp), or empty for the one the file names: config.json records the
-// empty default, and a run given that file back must accept it.
-CLI::Validator name_map_or_empty() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        if (value.empty()) return {};
-        for (const std::string& name : kNameSchemeNames.names()) {
-          if (name == value) return {};
-        }
-        return shown_argument(value) + " is not one of " + kNameSchemeNames.joined();
-      },
-      "{" + kNameSchemeNames.joined() + "} or empty");
-}
-
 // --<split>-x and --<split>-y, the arrays --data arrays names for one split.
 void add_split_arrays(CLI::App& a, const std::string& split, std::string& x, std::string& y) {
   a.add_option("--" + split + "-x", x,
@@ -88,15 +74,12 @@ void add_common_options(Command& c) {
   TrainConfig& t = c.config;
   a.add_option("--config", c.config_file,
                "JSON file of options (keys are option names); flags given here override it");
-  std::vector<std::string> data_names = kDatasetNames.names();
-  data_names.push_back("text");
-  a.add_option("--data", t.data,
+  add_choice(a, "--data", t.data, kDatasetNames,
                "Data set: images to classify; your own arrays to classify (integer y) or regress "
                "(float y): npy (--data-dir holds train_x.npy, train_y.npy, test_x.npy, "
                "test_y.npy), h5 (train.h5 and test.h5, each with datasets /x and /y) or arrays "
                "(named one by one: --train-x, --train-y, --test-x, --test-y); or text for a "
-               "language model (a GPT preset)")
-      ->check(CLI::IsMember(data_names));
+               "language model (a GPT preset)");
   a.add_option("--data-dir", t.data_dir,
                "Directory of the data set's files (empty: /usr/share/datasets/fashion-mnist, "
                "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; npy, h5: "
@@ -124,10 +107,10 @@ void add_common_options(Command& c) {
                "parameters and the matrix products round their operands to bfloat16, fp32 "
                "accumulation; fp32 masters, gradients, optimizer state and checkpoints; cpu: "
                "oneDNN, cuda: cuBLASLt and cuDNN)");
-  a.add_option("--names", t.names,
-               "Name map of a .safetensors read (--init-from, --params): noeira or pytorch "
-               "(empty: the one the file's metadata names, else what its tensor names show)")
-      ->check(name_map_or_empty());
+  add_optional_choice(a, "--names", t.names, kNameSchemeNames,
+                      "Name map of a .safetensors read (--init-from, --params): noeira or "
+                      "pytorch (empty: the one the file's metadata names, else what its tensor "
+                      "names show)");
   a.add_flag("--allow-non-finite", t.allow_non_finite,
              "Save and load parameters that hold NaN or infinity (refused by default)");
   a.add_option("--log-format", c.log_format,
@@ -162,7 +145,7 @@ const std::vector<std::pair<std::string, std::string>>& cifar_defaults() {
 const std::vector<std::pair<std::string, std::string>>& data_set_defaults(const TrainConfig& t) {
   static const std::vector<std::pair<std::string, std::string>> none;
   if (is_text(t)) return text_defaults();
-  if (t.data == "cifar10") return cifar_defaults();
+  if (t.data == DatasetKind::Cifar10) return cifar_defaults();
   return none;
 }
 
@@ -196,29 +179,30 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
   for (const auto& [flag, value] : array_flags(t)) image_only.push_back(flag);
   for (const std::string& flag : is_text(t) ? image_only : text_only) {
     if (given(app, flag)) {
-      throw InputError(detail::concat(flag, " does not apply to --data ", t.data,
+      throw InputError(detail::concat(flag, " does not apply to --data ", to_string(t.data),
                                       is_text(t) ? " (a text run is --steps long)"
                                                  : " (it is for --data text)"));
     }
   }
   // By value, not by whether given: a run's config.json holds every key, empty where unused.
-  const bool arrays = t.data == "arrays";
+  const bool arrays = t.data == DatasetKind::Arrays;
   for (const auto& [flag, value] : array_flags(t)) {
     if (!value->empty() && !is_text(t) && !arrays) {
-      throw InputError(detail::concat(flag, " applies to --data arrays (not --data ", t.data,
+      throw InputError(detail::concat(flag, " applies to --data arrays (not --data ", to_string(t.data),
                                       "), which names its arrays one by one"));
     }
   }
-  if (t.stream_data && (is_text(t) || holds_pixels(parse_dataset_kind(t.data)))) {
+  if (t.stream_data && (is_text(t) || holds_pixels(t.data))) {
     throw InputError(detail::concat("--stream-data applies to a user's arrays (--data npy, h5 or "
-                                    "arrays), not --data ", t.data));
+                                    "arrays), not --data ", to_string(t.data)));
   }
   if (arrays && !t.data_dir.empty()) {
     throw InputError("--data-dir does not apply to --data arrays: --train-x, --train-y, --test-x "
                      "and --test-y name the arrays");
   }
-  if (!is_text(t) && !holds_pixels(parse_dataset_kind(t.data)) && t.augment != Augment::None) {
-    throw InputError(detail::concat("--augment ", to_string(t.augment), " does not apply to --data ", t.data,
+  if (!is_text(t) && !holds_pixels(t.data) && t.augment != Augment::None) {
+    throw InputError(detail::concat("--augment ", to_string(t.augment), " does not apply to --data ",
+                                    to_string(t.data),
                                     ": its features are no images to crop and flip"));
   }
 }
@@ -495,7 +479,7 @@ void finish_config(Command& c) {
   // gave (a preset's defaults are not the user's mistakes).
   if (preset != nullptr) {
     // An image preset's augmentation is for images: a user's arrays train without it.
-    const bool pixels = is_text(c.config) || holds_pixels(parse_dataset_kind(c.config.data));
+    const bool pixels = is_text(c.config) || holds_pixels(c.config.data);
     for (const FlagValue& d : preset->defaults) {
       if (!pixels && d.flag == "--augment") continue;
       default_to(d.flag, d.value);

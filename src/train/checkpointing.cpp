@@ -159,7 +159,7 @@ std::filesystem::path save_checkpoint(dist::ShardingPolicy& policy, const dist::
   meta.labels = {{"model", cfg.model},
                  {"optimizer", std::string(to_string(cfg.optimizer))},
                  {"schedule", std::string(to_string(cfg.schedule))},
-                 {"data", cfg.data}};
+                 {"data", std::string(to_string(cfg.data))}};
   // A language model's tokenizer travels with it: generation decodes without the corpus.
   if (!cfg.vocabulary.empty()) meta.labels["vocabulary"] = cfg.vocabulary;
   // For eval of the checkpoint.
@@ -253,7 +253,7 @@ TrainCursor load_held_pieces(const std::filesystem::path& path, dist::ShardingPo
     const auto it = meta.counters.find(key);
     return it == meta.counters.end() ? std::uint64_t{0} : it->second;
   };
-  same("data", label("data"), cfg.data);
+  same("data", label("data"), std::string(to_string(cfg.data)));
   same("optimizer", label("optimizer"), std::string(to_string(cfg.optimizer)));
   same("seed", counter("seed"), cfg.seed);
   same("batch", counter("batch"), static_cast<std::uint64_t>(cfg.batch));

@@ -16,7 +16,7 @@ LogFormat parse_log_format(std::string_view name) { return kLogFormatNames.parse
 
 nlohmann::json to_json(const TrainConfig& c) {
   nlohmann::json j{
-      {"model", c.model},         {"data", c.data},
+      {"model", c.model},         {"data", to_string(c.data)},
       {"data-dir", c.data_dir},
       {"batch", c.batch},         {"accum", c.accum},
       {"optimizer", kOptimizerNames.name_of(c.optimizer)}, {"lr", c.lr},
@@ -42,7 +42,7 @@ nlohmann::json to_json(const TrainConfig& c) {
       {"report-memory", c.report_memory},
       {"checkpoint-dir", c.checkpoint_dir}, {"checkpoint-every", c.checkpoint_every},
       {"keep-last", c.keep_last},
-      {"init-from", c.init_from}, {"names", c.names},
+      {"init-from", c.init_from}, {"names", c.names ? kNameSchemeNames.name_of(*c.names) : std::string_view()},
   };
   // Only the options of the run's task, so that the file given back with --config names none
   // that the task refuses.
@@ -135,10 +135,10 @@ void validate_normalization(const TrainConfig& c) {
     throw InputError("--normalize standardize and --feature-scale/--feature-shift: standardizing "
                      "undoes any scale and shift; give one or the other");
   }
-  if ((standardize || scaled) && (is_text(c) || holds_pixels(parse_dataset_kind(c.data)))) {
+  if ((standardize || scaled) && (is_text(c) || holds_pixels(c.data))) {
     throw InputError(detail::concat(
         standardize ? "--normalize" : "--feature-scale/--feature-shift",
-        " applies to a user's arrays (--data npy, h5 or arrays), not --data ", c.data,
+        " applies to a user's arrays (--data npy, h5 or arrays), not --data ", to_string(c.data),
         is_text(c) ? "" : " (its images are normalized by the data set's published statistics)"));
   }
 }

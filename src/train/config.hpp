@@ -5,6 +5,7 @@
 // <out>/config.json so a run can be repeated with `noeira train --config <out>/config.json`.
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,8 @@
 #include "optim/optimizer.hpp"
 #include "optim/schedule.hpp"
 #include "train/augment.hpp"
+#include "train/dataset.hpp"
+#include "train/name_map.hpp"
 #include "train/tokenizer.hpp"
 
 namespace noeira {
@@ -47,7 +50,7 @@ inline constexpr NameTable<FeatureNormalize, 2> kNormalizeNames{
 
 struct TrainConfig {
   std::string model = "mlp";             // a preset name (train/presets.hpp)
-  std::string data = "fashion-mnist";    // fashion-mnist | mnist | cifar10 | text
+  DatasetKind data = DatasetKind::FashionMnist;
   std::string data_dir;                  // empty: the data set's default directory
   // --data arrays: the arrays themselves, each a file.npy, a file.h5:/dataset or shards of them
   // joined by commas (io/array_spec.hpp): features x and labels or targets y of each split.
@@ -114,7 +117,7 @@ struct TrainConfig {
   std::string init_from;
   // Reading a .safetensors: the name map its tensors follow (train/name_map.hpp): noeira,
   // pytorch, or empty for the one the file's metadata names (else what its names show).
-  std::string names;
+  std::optional<NameScheme> names;
   // Distributed training (issue 4). Under an MPI launcher the ranks are the MPI processes;
   // otherwise sim_ranks threads of this process (0 = one rank, no simulation).
   dist::Policy policy = dist::Policy::Ddp;
@@ -186,7 +189,7 @@ DType parse_reduce_dtype(std::string_view name);
 DType parse_grad_dtype(std::string_view name);
 
 // Whether the run trains a language model on text (--data text) rather than classifying images.
-inline bool is_text(const TrainConfig& config) { return config.data == "text"; }
+inline bool is_text(const TrainConfig& config) { return config.data == DatasetKind::Text; }
 
 inline NonFinite non_finite_policy(const TrainConfig& config) {
   return config.allow_non_finite ? NonFinite::Allow : NonFinite::Refuse;

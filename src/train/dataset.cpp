@@ -115,7 +115,8 @@ PixelStats pixel_stats(DatasetKind kind) {
     case DatasetKind::Cifar10: return {kCifarImage, kCifarMean, kCifarStd};
     case DatasetKind::Npy:
     case DatasetKind::H5:
-    case DatasetKind::Arrays: break;
+    case DatasetKind::Arrays:
+    case DatasetKind::Text: break;
   }
   throw InputError(detail::concat("data set '", to_string(kind),
                                   "' has no pixel statistics: its features are not pixels"));
@@ -128,7 +129,8 @@ std::span<const std::string_view> class_names(DatasetKind kind) {
     case DatasetKind::Cifar10: return kCifarClasses;
     case DatasetKind::Npy:
     case DatasetKind::H5:
-    case DatasetKind::Arrays: break;
+    case DatasetKind::Arrays:
+    case DatasetKind::Text: break;
   }
   throw InputError(detail::concat("data set '", to_string(kind), "' names no classes"));
 }
@@ -140,13 +142,15 @@ std::filesystem::path default_data_dir(DatasetKind kind) {
     case DatasetKind::Cifar10: return "/usr/share/datasets/cifar-10-batches-bin";
     case DatasetKind::Npy:
     case DatasetKind::H5:
-    case DatasetKind::Arrays: break;
+    case DatasetKind::Arrays:
+    case DatasetKind::Text: break;
   }
   return {};
 }
 
 bool holds_pixels(DatasetKind kind) {
-  return kind != DatasetKind::Npy && kind != DatasetKind::H5 && kind != DatasetKind::Arrays;
+  return kind == DatasetKind::FashionMnist || kind == DatasetKind::Mnist ||
+         kind == DatasetKind::Cifar10;
 }
 
 PixelNormalization pixel_normalization(const Dataset& data) {
@@ -180,6 +184,8 @@ Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split s
     case DatasetKind::H5: return load_h5_split(dir, split_name, limit, stream);
     case DatasetKind::Arrays:
       throw InputError("--data arrays names its arrays one by one: load_named_split reads them");
+    case DatasetKind::Text:
+      throw InputError("--data text is a corpus, not a split of samples: load_text_run reads it");
     case DatasetKind::FashionMnist:
     case DatasetKind::Mnist: break;
   }

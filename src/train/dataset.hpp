@@ -25,23 +25,25 @@
 
 namespace noeira {
 
-enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10, Npy, H5, Arrays };
+// What --data names: images, a user's arrays, or text for a language model (train/text_data.hpp).
+enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10, Npy, H5, Arrays, Text };
 
-inline constexpr NameTable<DatasetKind, 6> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
+inline constexpr NameTable<DatasetKind, 7> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
                                                           {DatasetKind::Mnist, "mnist"},
                                                           {DatasetKind::Cifar10, "cifar10"},
                                                           {DatasetKind::Npy, "npy"},
                                                           {DatasetKind::H5, "h5"},
-                                                          {DatasetKind::Arrays, "arrays"}}},
+                                                          {DatasetKind::Arrays, "arrays"},
+                                                          {DatasetKind::Text, "text"}}},
                                                         "data set"};
 
 std::string_view to_string(DatasetKind kind);
-// "fashion-mnist", "mnist", "cifar10", "npy", "h5"; anything else is an InputError listing the
-// choices.
+// "fashion-mnist", "mnist", "cifar10", "npy", "h5", "arrays", "text"; anything else is an
+// InputError listing the choices.
 DatasetKind parse_dataset_kind(std::string_view name);
 std::vector<std::string> dataset_names();
 // Where Debian's packages (or the usual layout) put the files; empty for a user's arrays (npy,
-// h5), whose directory only the user knows.
+// h5), whose directory only the user knows, and for text (train/run_data.hpp finds the corpus).
 std::filesystem::path default_data_dir(DatasetKind kind);
 // Whether the data set's samples are images of bytes (pixel_stats, class_names, augmentation).
 bool holds_pixels(DatasetKind kind);

@@ -21,7 +21,6 @@ ExportResult run_export(const ExportConfig& e) {
     throw InputError(
         detail::concat("-o ", e.out, ": a safetensors file is named <name>.safetensors"));
   }
-  const NameScheme scheme = kNameSchemeNames.parse(e.names);
   TrainConfig cfg;
   cfg.params = e.params;
   cfg.eval_checkpoint = e.checkpoint;
@@ -30,7 +29,7 @@ ExportResult run_export(const ExportConfig& e) {
   cfg.allow_non_finite = e.allow_non_finite;
   SavedModel saved = SavedModel::open(cfg);
   // Before the model is read: a preset without the map is the first thing to say.
-  const NameMap names = NameMap::for_preset(scheme, saved.model());
+  const NameMap names = NameMap::for_preset(e.names, saved.model());
   const ModelEntry& entry = model_catalogue().find(saved.model());
   return ExportResult{saved.model(), entry.export_safetensors(cfg, saved, names, out)};
 }

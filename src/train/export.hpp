@@ -2,7 +2,10 @@
 // `noeira export`: a saved model (model.h5, a .safetensors or a checkpoint) written as a
 // safetensors file under a name map (train/name_map.hpp), for PyTorch or for noeira.
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "train/name_map.hpp"
 
 namespace noeira {
 
@@ -11,8 +14,8 @@ struct ExportConfig {
   std::string checkpoint;     // or a checkpoint (directory, step directory or latest file)
   std::string model;          // the preset; empty: the one the source names
   std::string format = "safetensors";
-  std::string names = "noeira";  // the map the written file follows
-  std::string source_names;      // the map a .safetensors source follows (empty: its own)
+  NameScheme names = NameScheme::Noeira;   // the map the written file follows
+  std::optional<NameScheme> source_names;  // the map a .safetensors source follows (none: its own)
   std::string out;               // the file to write (.safetensors)
   bool allow_non_finite = false;
 };

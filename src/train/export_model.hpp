@@ -21,19 +21,21 @@ namespace detail {
 template <Module M>
 std::map<std::string, std::string> described(const SavedModel& saved, M& model) {
   TrainConfig told;
-  told.data = saved.data();
+  const bool named = !saved.data().empty();  // SavedModel::open checked the name
+  if (named) told.data = kDatasetNames.parse(saved.data());
   told.vocabulary = saved.vocabulary();
   told.input_mean = saved.input_mean();
   told.input_std = saved.input_std();
   told.loss = saved.loss();
   if (!told.vocabulary.empty()) {
+    told.data = DatasetKind::Text;  // a vocabulary is a language model's
     told.tokenizer = Tokenizer::from_text(told.vocabulary).kind();
-  } else if (told.data.empty() || told.data == "text") {
+  } else if (!named || told.data == DatasetKind::Text) {
     return {};
   }
   std::map<std::string, std::string> out =
       saved_attributes(told, sizes_of<M>(parameter_count(model)));
-  if (told.data.empty()) out.erase("data");
+  if (!named) out.erase("data");
   return out;
 }
 

@@ -65,10 +65,10 @@ void describe_arrays(std::map<std::string, std::string>& out, const TrainConfig&
 
 std::map<std::string, std::string> saved_attributes(const TrainConfig& cfg, const ModelSizes& m) {
   std::map<std::string, std::string> out;
-  out["data"] = cfg.data;
+  out["data"] = to_string(cfg.data);
   out["parameters"] = detail::concat(m.parameters);
   if (cfg.vocabulary.empty()) {
-    const DatasetKind kind = parse_dataset_kind(cfg.data);
+    const DatasetKind kind = cfg.data;
     if (holds_pixels(kind)) {
       describe_images(out, kind, m);
     } else {

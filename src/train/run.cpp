@@ -175,7 +175,7 @@ std::vector<dist::Setting> rank_settings(const TrainConfig& cfg) {
     settings.push_back({"--" + key, value});
   };
   add("model", cfg.model);
-  add("data", cfg.data);
+  add("data", std::string(to_string(cfg.data)));
   for (const auto& [key, value] : j.items()) {
     if (key == "model" || key == "data" || key == "threads") continue;
     add(key, value.is_string() ? value.get<std::string>() : value.dump());
@@ -245,19 +245,17 @@ std::string default_out_dir(const TrainConfig& cfg) {
   localtime_r(&now, &local);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &local);
-  return detail::concat("runs/", cfg.model, "-", cfg.data, "-", stamp);
+  return detail::concat("runs/", cfg.model, "-", to_string(cfg.data), "-", stamp);
 }
 
 Target check_train_config(const TrainConfig& cfg) {
   validate(cfg);
-  if (!is_text(cfg)) (void)parse_dataset_kind(cfg.data);
   // Resolve every name before the (slow) data load, so a typo fails at once.
   (void)model_catalogue().find(cfg.model);
   (void)optimizer_config(cfg);
   if (!cfg.init_from.empty() && !cfg.resume.empty()) {
     throw InputError("--init-from and --resume: a resumed run continues its own weights; give one");
   }
-  if (!cfg.names.empty()) (void)kNameSchemeNames.parse(cfg.names);
   const Target target = run_target(cfg);
   const bool mpi = dist::MpiRuntime::launched_by_mpi();
   if (mpi && cfg.sim_ranks > 0) {

@@ -12,10 +12,10 @@ namespace noeira {
 
 std::filesystem::path image_dir(const TrainConfig& cfg) {
   if (!cfg.data_dir.empty()) return cfg.data_dir;
-  const std::filesystem::path dir = default_data_dir(parse_dataset_kind(cfg.data));
+  const std::filesystem::path dir = default_data_dir(cfg.data);
   if (dir.empty()) {
-    const bool h5 = parse_dataset_kind(cfg.data) == DatasetKind::H5;
-    throw InputError(detail::concat("--data ", cfg.data, " needs --data-dir, the directory of ",
+    const bool h5 = cfg.data == DatasetKind::H5;
+    throw InputError(detail::concat("--data ", to_string(cfg.data), " needs --data-dir, the directory of ",
                                     h5 ? "train.h5 and test.h5 (datasets /x and /y)"
                                        : "train_x.npy, train_y.npy, test_x.npy and test_y.npy"));
   }
@@ -44,7 +44,7 @@ TargetLossFactory regression_losses(const TrainConfig& cfg, TargetLossFactory ow
 
 ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t model_inputs,
                         std::int64_t model_outputs, bool train_split, TargetLossFactory own_loss) {
-  const DatasetKind kind = parse_dataset_kind(cfg.data);
+  const DatasetKind kind = cfg.data;
   ImageRun run;
   // What the loss asks of the targets: class labels, float targets, or either (auto).
   const bool wants_labels = cfg.loss == LossChoice::CrossEntropy;
@@ -164,7 +164,7 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
           : (normalization.identity() ? std::string()
                                       : detail::concat(", features x * ", cfg.feature_scale,
                                                        " + ", cfg.feature_shift));
-  return detail::concat(cfg.data, " ", train.count, " train / ", test.count, " test samples",
+  return detail::concat(to_string(cfg.data), " ", train.count, " train / ", test.count, " test samples",
                         regression, " from ", from, streamed, normalized, augmented);
 }
 

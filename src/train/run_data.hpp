@@ -84,7 +84,7 @@ void check_preset_suits_data(const TrainConfig& cfg) {
   if (LanguageModel<M> != is_text(cfg)) {
     throw InputError(detail::concat(
         "model '", cfg.model, "' ", LanguageModel<M> ? "models text" : "classifies images",
-        " but --data is ", cfg.data,
+        " but --data is ", to_string(cfg.data),
         LanguageModel<M> ? " (use --data text)" : " (use a gpt, lstm or gru preset for --data text)"));
   }
 }

@@ -20,6 +20,14 @@ std::string shown(std::string_view v) {
   return v.size() > 60 ? out + "..." : out;
 }
 
+// Whether `name` (as a file holds it) is a data set noeira knows.
+bool names_data_set(std::string_view name) {
+  for (const auto& row : kDatasetNames.rows) {
+    if (row.name == name) return true;
+  }
+  return false;
+}
+
 // What a model.h5 or a checkpoint names its model and data set must be a preset and a data set
 // noeira knows: `where` is "<file>: attribute" or "<dir>: label".
 void check_names(const std::string& where, const std::map<std::string, std::string>& said) {
@@ -31,24 +39,17 @@ void check_names(const std::string& where, const std::map<std::string, std::stri
                                     model_catalogue().names(), ")"));
   }
   const auto data = said.find("data");
-  if (data != said.end() && !data->second.empty() && data->second != "text") {
-    bool known = false;
-    for (const auto& row : kDatasetNames.rows) known = known || row.name == data->second;
-    if (!known) {
-      throw InputError(detail::concat(where, " 'data' is '", shown(data->second),
-                                      "', which names no data set (text, ",
-                                      kDatasetNames.joined(), ")"));
-    }
+  if (data != said.end() && !data->second.empty() && !names_data_set(data->second)) {
+    throw InputError(detail::concat(where, " 'data' is '", shown(data->second),
+                                    "', which names no data set (", kDatasetNames.joined(), ")"));
   }
 }
 
-// `data` when it names a user's arrays (whose features a run may normalize), else "".
-std::string arrays_normalization(const std::string& data) {
-  if (data.empty() || data == "text") return {};
-  for (const auto& row : kDatasetNames.rows) {
-    if (row.name == data) return holds_pixels(row.value) ? std::string() : data;
-  }
-  return {};
+// Whether `data` (a data set's name in a file) names a user's arrays, whose features a run may
+// normalize.
+bool names_arrays(const std::string& data) {
+  return names_data_set(data) && data != kDatasetNames.name_of(DatasetKind::Text) &&
+         !holds_pixels(kDatasetNames.parse(data));
 }
 
 }  // namespace
@@ -76,9 +77,13 @@ void check_model_description(const std::filesystem::path& file,
     return;
   }
   TrainConfig told;
-  told.data = *data;
+  try {
+    told.data = kDatasetNames.parse(*data);
+  } catch (const InputError& e) {
+    refuse("data", detail::concat("names no data set noeira knows (", e.what(), ")"));
+  }
   if (vocabulary != nullptr) {
-    if (*data != "text") {
+    if (told.data != DatasetKind::Text) {
       refuse("data", detail::concat("is '", shown(*data),
                                     "', but the file holds a vocabulary (a text model's)"));
     }
@@ -88,9 +93,9 @@ void check_model_description(const std::filesystem::path& file,
     } catch (const InputError& e) {
       refuse("vocabulary", detail::concat("is not a serialized tokenizer (", e.what(), ")"));
     }
-  } else if (*data == "text") {
+  } else if (told.data == DatasetKind::Text) {
     refuse("data", "is 'text', but the file holds no vocabulary");
-  } else if (!arrays_normalization(*data).empty()) {
+  } else if (!holds_pixels(told.data)) {
     // A user's arrays: the normalization the run applied, when it applied one.
     const std::string* mean = find("input_mean");
     const std::string* std = find("input_std");
@@ -164,7 +169,7 @@ SavedModel SavedModel::open(const TrainConfig& cfg) {
   saved.vocabulary_ = told("vocabulary");
   saved.data_ = told("data");
   // A user's arrays' normalization (an image data set's input_mean is its published statistics).
-  if (!arrays_normalization(saved.data_).empty()) {
+  if (names_arrays(saved.data_)) {
     saved.input_mean_ = told("input_mean");
     saved.input_std_ = told("input_std");
     const std::string loss = told("loss");

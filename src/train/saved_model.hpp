@@ -53,7 +53,7 @@ class SavedModel {
   std::filesystem::path params_;
   std::optional<io::CheckpointReader> checkpoint_;
   std::optional<io::SafetensorsFile> safetensors_;
-  std::string names_;  // the name map asked for (empty: the file's)
+  std::optional<NameScheme> names_;  // the name map asked for (none: the file's)
   std::string model_;
   std::string vocabulary_;
   std::string data_;

@@ -93,9 +93,9 @@ void save_weights_safetensors(const std::filesystem::path& file, std::string_vie
 namespace {
 
 // The map a file is read with, from the names of the walk's parameters (see the header).
-NameMap map_for(const io::SafetensorsFile& file, std::string_view requested,
+NameMap map_for(const io::SafetensorsFile& file, std::optional<NameScheme> requested,
                 std::string_view model, const std::vector<std::string>& param_names) {
-  if (!requested.empty()) return NameMap::for_preset(kNameSchemeNames.parse(requested), model);
+  if (requested) return NameMap::for_preset(*requested, model);
   const auto stored = file.metadata().find("names");
   if (stored != file.metadata().end()) {
     return NameMap::for_preset(kNameSchemeNames.parse(stored->second), model);
@@ -223,7 +223,7 @@ std::vector<std::pair<std::string, Shape>> unbuilt_walk_for_tests(std::string_vi
   return out;
 }
 
-NameMap reading_name_map(const io::SafetensorsFile& file, std::string_view requested,
+NameMap reading_name_map(const io::SafetensorsFile& file, std::optional<NameScheme> requested,
                          std::string_view model, const dist::WalkUnits& walk) {
   return map_for(file, requested, model, param_names(walk));
 }
@@ -247,7 +247,7 @@ void load_weights_safetensors(const io::SafetensorsFile& file, std::string_view 
 }
 
 void check_weights_before_building(const io::SafetensorsFile& file, std::string_view model,
-                                   std::string_view requested) {
+                                   std::optional<NameScheme> requested) {
   const std::optional<std::vector<WalkSpec>> walk = unbuilt_walk(model);
   if (!walk) return;
   std::vector<std::string> params;
@@ -256,7 +256,7 @@ void check_weights_before_building(const io::SafetensorsFile& file, std::string_
 }
 
 void load_weights_file(const std::filesystem::path& file, std::string_view model,
-                       std::string_view requested, const dist::WalkUnits& walk,
+                       std::optional<NameScheme> requested, const dist::WalkUnits& walk,
                        NonFinite non_finite) {
   if (io::is_safetensors_path(file)) {
     const io::SafetensorsFile st = io::SafetensorsFile::open(file);
@@ -265,10 +265,10 @@ void load_weights_file(const std::filesystem::path& file, std::string_view model
     return;
   }
   if (file.extension() == ".h5") {
-    if (!requested.empty() && requested != "noeira") {
+    if (requested && *requested != NameScheme::Noeira) {
       throw InputError(detail::concat(file.string(),
                                       ": a model.h5 has noeira's names only, not --names ",
-                                      requested));
+                                      kNameSchemeNames.name_of(*requested)));
     }
     io::load_params(file, model, walk.params, non_finite, walk.buffers);
     return;

@@ -10,6 +10,7 @@
 // its tensor names show).
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,10 +32,10 @@ void save_weights_safetensors(const std::filesystem::path& file, std::string_vie
                               const std::map<std::string, std::string>& attributes,
                               NonFinite non_finite);
 
-// The name map to read `file` with for the preset `model`: `requested` ("noeira", "pytorch") when
+// The name map to read `file` with for the preset `model`: `requested` (noeira, pytorch) when
 // given, else the one the file's metadata names, else noeira when the file has every parameter
 // of the walk under its own name, else pytorch.
-NameMap reading_name_map(const io::SafetensorsFile& file, std::string_view requested,
+NameMap reading_name_map(const io::SafetensorsFile& file, std::optional<NameScheme> requested,
                          std::string_view model, const dist::WalkUnits& walk);
 
 // Fills every parameter and buffer of the walk from `file`. A file written for another preset, a
@@ -52,7 +53,7 @@ void load_weights_safetensors(const io::SafetensorsFile& file, std::string_view 
 // GPT presets, gpt2-124m's 124 M parameters among them). A 92-byte file that names gpt2-124m is
 // refused without the model's gigabyte. Other presets: nothing is checked here.
 void check_weights_before_building(const io::SafetensorsFile& file, std::string_view model,
-                                   std::string_view requested);
+                                   std::optional<NameScheme> requested);
 
 // The walk check_weights_before_building compares with (empty where it knows none): names and
 // shapes in the walk's order, for the test that holds it to built models.
@@ -62,7 +63,7 @@ std::vector<std::pair<std::string, Shape>> unbuilt_walk_for_tests(std::string_vi
 // `requested` names, or the file's) or a model.h5 of the same preset. Another extension is an
 // InputError.
 void load_weights_file(const std::filesystem::path& file, std::string_view model,
-                       std::string_view requested, const dist::WalkUnits& walk,
+                       std::optional<NameScheme> requested, const dist::WalkUnits& walk,
                        NonFinite non_finite);
 
 }  // namespace noeira
