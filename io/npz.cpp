@@ -2,6 +2,7 @@
 
 #include <zip.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "io/file_kind.hpp"
+#include "io/memory_info.hpp"
 #include "io/npy.hpp"
 #include "kernels/error.hpp"
 
@@ -161,6 +163,13 @@ std::unique_ptr<ArraySource> open_npz_source(const std::filesystem::path& file,
     fail(name, "is encrypted");
   }
   const bool stored = st.comp_method == ZIP_CM_STORE;
+  // A deflated member is held whole: one larger than half the memory available would take the
+  // machine down (or is a zip bomb), where the same array stored streams.
+  if (!stored && static_cast<double>(st.size) > 0.5 * memory_available_bytes()) {
+    fail(name, detail::concat("is deflated to ", st.comp_size, " bytes from ", st.size,
+                              ", more than half the memory available to inflate; save it with "
+                              "numpy.savez (stored), which noeira reads row by row"));
+  }
   if (!stored && st.comp_method != ZIP_CM_DEFLATE) {
     fail(name, detail::concat("is compressed by method ", st.comp_method,
                               " (noeira reads stored and deflated members, as numpy.savez and "
@@ -188,7 +197,9 @@ std::unique_ptr<ArraySource> open_npz_source(const std::filesystem::path& file,
   };
   NpyHeader header = read_npy_header(name, read, st.size);
   std::vector<char> piece(std::size_t{1} << 20);
-  if (!stored) inflated.reserve(static_cast<std::size_t>(st.size));
+  // The size is the archive's word: a lying one must not reserve memory it does not fill (the
+  // bytes read grow the buffer; a member longer than it says is refused below).
+  if (!stored) inflated.reserve(std::min<std::size_t>(st.size, std::size_t{1} << 28));
   while (at < st.size) {
     if (read(piece.data(), piece.size()) == 0) fail(name, "is shorter than its directory says");
   }

@@ -194,7 +194,7 @@ TEST(CliNormalize, EveryOptionOrRecordedListItCannotUseIsOneLine) {
   struct Case {
     std::string args, fragment;
   };
-  const std::vector<Case> refused = {
+  std::vector<Case> refused = {
       {"train --model mlp --data mnist --normalize standardize",
        "--normalize applies to a user's arrays"},
       {"train --model mlp --data fashion-mnist --feature-scale 2",
@@ -204,6 +204,10 @@ TEST(CliNormalize, EveryOptionOrRecordedListItCannotUseIsOneLine) {
       {kRun + raw + " --feature-shift inf", "--feature-shift"},
       {kRun + raw + " --normalize minmax", "--normalize"},
   };
+  for (const char* stream : {"", " --stream-data"}) {
+    refused.push_back({kRun + raw + " --feature-scale 1e37" + stream,
+                       "npy/train: sample 0, feature 0 becomes inf once normalized"});
+  }
   for (const Case& c : refused) {
     SCOPED_TRACE(c.args);
     expect_one_error_line(noeira(d, c.args + " --out " + (d / "never").string()), c.fragment);

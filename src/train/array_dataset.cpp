@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <span>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include "core/hash.hpp"
 #include "io/array_spec.hpp"
+#include "io/memory_info.hpp"
 #include "kernels/error.hpp"
 
 namespace noeira {
@@ -89,23 +89,13 @@ std::uint64_t check_streamed(const io::ArraySource& x, std::int64_t count) {
   return hash;
 }
 
-// The memory this machine has available now (MemAvailable), or the largest value where
-// /proc/meminfo does not say.
-double memory_available_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  for (std::string line; std::getline(meminfo, line);) {
-    if (line.starts_with("MemAvailable:")) return std::stod(line.substr(13)) * 1024.0;  // kB
-  }
-  return std::numeric_limits<double>::max();
-}
-
 // Whether `count` rows of x are read batch by batch: when asked, or when holding them as floats
 // would take more than a quarter of the memory available (a default never fails a run for want
 // of memory; the ranks of a node each hold their own copy under MPI).
 bool stream_features(const io::ArraySource& x, std::int64_t count, bool asked) {
   return asked ||
          4.0 * static_cast<double>(count) * static_cast<double>(x.row_elements()) >
-             0.25 * memory_available_bytes();
+             0.25 * io::memory_available_bytes();
 }
 
 // The first `count` labels of `y`, each in [0, int32's largest) (one past it counts the classes).

@@ -21,7 +21,8 @@ void FeatureNormalization::apply(std::span<float> rows, std::int64_t width) cons
 
 namespace {
 
-// Rows of `data`'s features in pieces of about 1 MiB, held or streamed, for visit(rows, count).
+// Rows of `data`'s features in pieces of about 1 MiB, held or streamed (as the source gives them),
+// for visit(first_row, values).
 template <class Visit>
 void for_each_feature_piece(const Dataset& data, Visit&& visit) {
   const std::int64_t width = data.features;
@@ -33,9 +34,9 @@ void for_each_feature_piece(const Dataset& data, Visit&& visit) {
     if (data.streamed) {
       buffer.resize(n);
       data.streamed->read_rows(row, count, buffer);
-      visit(std::span<const float>(buffer));
+      visit(row, std::span<const float>(buffer));
     } else {
-      visit(std::span<const float>(data.values.data() + row * width, n));
+      visit(row, std::span<const float>(data.values.data() + row * width, n));
     }
   }
 }
@@ -76,7 +77,7 @@ FeatureNormalization feature_normalization(const Dataset& train, bool standardiz
     // and a feature that never varies has a variance of exactly 0.
     std::vector<double> origin(width), sum(width), squares(width);
     bool first = true;
-    for_each_feature_piece(train, [&](std::span<const float> rows) {
+    for_each_feature_piece(train, [&](std::int64_t, std::span<const float> rows) {
       if (first) std::copy_n(rows.begin(), width, origin.begin());
       first = false;
       for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -107,10 +108,24 @@ void normalize_features(Dataset& data, const FeatureNormalization& n) {
   if (n.identity()) return;
   if (data.streamed) {
     data.streamed = std::make_shared<NormalizedSource>(std::move(data.streamed), n);
-    return;
+  } else {
+    n.apply(std::span(data.values.data(), static_cast<std::size_t>(data.values.numel())),
+            data.features);
   }
-  n.apply(std::span(data.values.data(), static_cast<std::size_t>(data.values.numel())),
-          data.features);
+  // Finite features can leave the normalization infinite (a scale of 1e30): said now, naming the
+  // value, not as a NaN loss steps later. A streamed split takes one more pass for it.
+  for_each_feature_piece(data, [&](std::int64_t first_row, std::span<const float> rows) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (std::isfinite(rows[i])) continue;
+      const auto w = static_cast<std::size_t>(data.features);
+      const std::size_t f = i % w;
+      const std::size_t at = n.mean.size() > 1 ? f : 0;
+      throw InputError(detail::concat(
+          data.name, ": sample ", first_row + static_cast<std::int64_t>(i / w), ", feature ", f,
+          " becomes ", rows[i], " once normalized ((x - ", n.mean[at], ") / ", n.std[at],
+          "); the model's inputs must be finite (a smaller --feature-scale?)"));
+    }
+  });
 }
 
 std::string float_list_text(std::span<const float> values) {

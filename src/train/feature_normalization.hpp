@@ -41,7 +41,8 @@ FeatureNormalization feature_normalization(const Dataset& train, bool standardiz
                                            double shift);
 
 // Applies `n` to `data`'s features: held ones in place, a streamed source wrapped so that each
-// batch's rows are normalized as they are read.
+// batch's rows are normalized as they are read. A value the normalization makes infinite is an
+// InputError naming the sample and the feature.
 void normalize_features(Dataset& data, const FeatureNormalization& n);
 
 // "[0.5,-1.25]": each float as the shortest decimal that reads back as itself.
