@@ -16,5 +16,7 @@
 #include "nn/residual.hpp"
 #include "nn/rmsnorm.hpp"
 #include "nn/sequential.hpp"
+#include "train/fit.hpp"
 #include "train/model_entry.hpp"
 #include "train/presets.hpp"
+#include "train/run.hpp"

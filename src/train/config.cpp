@@ -1,6 +1,7 @@
 #include "train/config.hpp"
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "distributed/grad_reducer.hpp"
@@ -143,6 +144,20 @@ void validate_normalization(const TrainConfig& c) {
   }
 }
 
+// Whether --resume names a checkpoint of --checkpoint-dir: `latest`, the directory, its `latest`
+// file or a step directory in it.
+bool resumes_from_checkpoint_dir(const TrainConfig& c) {
+  if (c.resume.empty()) return false;
+  if (c.resume == "latest") return true;
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::weakly_canonical(c.checkpoint_dir, ec);
+  std::filesystem::path at = std::filesystem::weakly_canonical(c.resume, ec);
+  for (; !at.empty() && at != at.root_path(); at = at.parent_path()) {
+    if (at == dir) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void validate(const TrainConfig& c) {
@@ -200,11 +215,15 @@ void validate(const TrainConfig& c) {
   if (c.resume == "latest" && c.checkpoint_dir.empty()) {
     throw InputError("--resume latest needs --checkpoint-dir (where to look for `latest`)");
   }
-  if (c.overwrite_checkpoints && (c.checkpoint_dir.empty() || !c.resume.empty())) {
+  // A run may start from a checkpoint elsewhere and replace the directory's (a trainer that
+  // loads another state, train/fit.hpp); not continue and discard the same ones.
+  if (c.overwrite_checkpoints &&
+      (c.checkpoint_dir.empty() || resumes_from_checkpoint_dir(c))) {
     throw InputError(c.checkpoint_dir.empty()
                          ? "--overwrite-checkpoints needs --checkpoint-dir (what to overwrite)"
-                         : "--overwrite-checkpoints and --resume: a run either continues the "
-                           "checkpoints or replaces them, not both");
+                         : "--overwrite-checkpoints and --resume of a checkpoint in "
+                           "--checkpoint-dir: a run either continues the checkpoints or replaces "
+                           "them, not both");
   }
   // A ZeRO-3 flag given under another policy would do nothing: say why instead.
   auto require_zero3 = [&](bool given, const char* flag, const char* others) {

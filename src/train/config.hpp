@@ -76,6 +76,11 @@ struct TrainConfig {
   std::int64_t limit_train = 0;          // > 0: use only the first N training samples
   std::int64_t limit_test = 0;           // > 0: evaluate on the first N test samples only
   std::int64_t epochs = 5;
+  // > 0: this run trains that many periods (epochs, or text's evaluation periods) from where it
+  // starts, a resumed period's rest counting as one, and ends as at its last (Trainer::fit,
+  // train/fit.hpp). Past `epochs` (`steps`) it extends the schedule's span to its end. Not an
+  // option of the command line, nor of config.json: a program's own.
+  std::int64_t periods_this_run = 0;
   std::int64_t batch = 100;              // global batch (all ranks together)
   std::int64_t eval_batch = 1000;
   // Augmentation of the training images (train/augment.hpp): none | crop-flip, the crop padded by

@@ -59,22 +59,37 @@ void Progress::tick(std::int64_t epoch, std::int64_t epochs, std::int64_t epoch_
 
 namespace {
 
-// Calls `callback` with `record` unless an earlier one failed; what it throws is kept, not thrown
-// into the middle of a step (the other ranks would wait for this one forever).
-template <class Record>
-void notify(const std::function<void(const Record&)>& callback, const Record& record,
-            const char* name, std::string& failure) {
-  if (!callback || !failure.empty()) return;
+// Runs `call` (a callback) unless an earlier callback failed; what it throws is kept, not thrown
+// into the middle of a step (the other ranks would wait for this one forever). False when it
+// did not run or threw.
+template <class Call>
+bool guarded(const char* name, std::string& failure, Call&& call) {
+  if (!failure.empty()) return false;
   try {
-    callback(record);
+    call();
+    return true;
   } catch (const std::exception& e) {
     failure = detail::concat(name, ": ", e.what());
   } catch (...) {
     failure = detail::concat(name, ": an exception that is no std::exception");
   }
+  return false;
+}
+
+template <class Record>
+void notify(const std::function<void(const Record&)>& callback, const Record& record,
+            const char* name, std::string& failure) {
+  if (callback) guarded(name, failure, [&] { callback(record); });
 }
 
 }  // namespace
+
+bool Progress::stop_requested() {
+  if (!callbacks_.should_stop) return false;
+  bool stop = false;
+  return guarded("should_stop", callback_failure_, [&] { stop = callbacks_.should_stop(); }) &&
+         stop;
+}
 
 void Progress::step(const StepRecord& r) {
   notify(callbacks_.on_step, r, "on_step", callback_failure_);

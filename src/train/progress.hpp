@@ -24,9 +24,15 @@ bool stdout_is_terminal();
 // each epoch's (or text period's) evaluation. They run on rank 0's thread between steps, and the
 // training waits for them. A callback that throws is not called again; the run finishes (no rank
 // waits on rank 0's failure) and run_train then throws what it threw.
+//
+// should_stop is asked after every record (rank 0's, the ranks agree by one scalar sum): true
+// ends the run there as at its last step — a checkpoint with --checkpoint-dir, model.h5 — with
+// TrainSummary::stopped_early set (early stopping: on_epoch watches the loss, should_stop says
+// when it has stopped improving). A stop at a logged step leaves that period unevaluated.
 struct TrainCallbacks {
   std::function<void(const StepRecord&)> on_step;
   std::function<void(const EpochRecord&)> on_epoch;
+  std::function<bool()> should_stop;
 };
 
 class Progress {
@@ -45,6 +51,8 @@ class Progress {
 
   // Calls `callbacks` with every record from now on.
   void observe(TrainCallbacks callbacks) { callbacks_ = std::move(callbacks); }
+  // callbacks' should_stop, false without one (or after a callback threw; it keeps what).
+  bool stop_requested();
   // What a callback threw ("on_step: ..."), empty when none did.
   const std::string& callback_failure() const { return callback_failure_; }
 

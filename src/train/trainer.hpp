@@ -63,6 +63,10 @@ struct TrainSummary {
   std::int64_t steps = 0;        // optimizer steps completed (counting a resumed run's past)
   std::filesystem::path checkpoint;  // the last checkpoint written, if any
   int stop_signal = 0;           // non-zero: stopped early by this signal, after a checkpoint
+  // Ended where a callback's should_stop asked (train/progress.hpp), as at its last step.
+  bool stopped_early = false;
+  std::int64_t steps_per_period = 0;  // a period's steps (an epoch's, or eval_every)
+  std::int64_t periods = 0;           // the periods the schedule spans (cfg.periods_this_run)
   // Non-empty: a checkpoint could not be saved (why, and what was cleaned up); the run stopped
   // there, on every rank alike, so that the caller can still save the parameters elsewhere.
   std::string save_failure;
@@ -88,16 +92,10 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   dist::ProcessGroup& group = policy.group();
   const bool reporter = group.rank() == 0;
   const std::int64_t steps = task.steps_per_period();
-  const std::int64_t periods = task.periods();
   Optimizer optimizer(optimizer_config(cfg));
-  const std::optional<std::int64_t> total_steps = size_product({steps, periods});
-  if (!total_steps) {
-    throw InputError(detail::concat("a run of ", periods, " periods of ", steps,
-                                    " steps has more steps than int64 counts"));
-  }
-  const LrSchedule schedule = lr_schedule(cfg, *total_steps);
 
   TrainSummary summary;
+  summary.steps_per_period = steps;
   // Names and shapes for checkpoints.
   const dist::WalkUnits walk = dist::walk_units(model);
   // Batch statistics of the global batch (--batchnorm sync) through the policy's group; with
@@ -119,13 +117,25 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
                                    " (", start.samples_seen, " samples seen)"));
     }
   }
-  // Every check that can refuse the run has passed: its records begin (nothing before, so that a
-  // refused run leaves nothing behind, train/run_files.hpp).
-  if (metrics != nullptr) metrics->open();
   // Every period has `steps` steps (load_checkpoint checked the batch and the data), so the step
   // count says where to continue.
   const std::int64_t first_period = start.step / steps;
   const std::int64_t first_step = start.step % steps;
+  // The periods this run trains, and those the schedule spans: a run of periods_this_run may go
+  // past the task's, and then the schedule spans the run's end.
+  const std::int64_t end_period =
+      cfg.periods_this_run > 0 ? first_period + cfg.periods_this_run : task.periods();
+  const std::int64_t periods = std::max(task.periods(), end_period);
+  summary.periods = periods;
+  const std::optional<std::int64_t> total_steps = size_product({steps, periods});
+  if (!total_steps) {
+    throw InputError(detail::concat("a run of ", periods, " periods of ", steps,
+                                    " steps has more steps than int64 counts"));
+  }
+  const LrSchedule schedule = lr_schedule(cfg, *total_steps);
+  // Every check that can refuse the run has passed: its records begin (nothing before, so that a
+  // refused run leaves nothing behind, train/run_files.hpp).
+  if (metrics != nullptr) metrics->open();
   TrainCursor at = start;  // advances with every step
   // A resumed run saves at its end even with no step left: its checkpoint then shows what was
   // loaded, in this run's layout.
@@ -176,7 +186,15 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   double train_time = 0.0;
   std::int64_t periods_run = 0;
 
-  for (std::int64_t period = first_period; period < periods; ++period) {
+  // Whether a callback asked to stop (rank 0's; every rank takes part in the sum).
+  auto callback_stop = [&] {
+    const bool asked = reporter && progress.stop_requested();
+    summary.stopped_early = dist::sum_over_ranks<std::int64_t>(group, asked ? 1 : 0) > 0;
+    return summary.stopped_early;
+  };
+
+  for (std::int64_t period = first_period; period < end_period && !summary.stopped_early;
+       ++period) {
     ++periods_run;
     task.begin_period(period, ctx.target);
     const Clock::time_point period_start = Clock::now();
@@ -242,6 +260,8 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
         sums.reset_window();
         at.window_samples = 0;
         window_start = Clock::now();
+        // Ends the run as at its last step, below: this period is not evaluated.
+        if (callback_stop()) break;
       }
 
       // Checkpoint when due, or when any rank was asked to stop (ranks may receive a signal at
@@ -261,6 +281,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
         }
       }
     }
+    if (summary.stopped_early) break;
     const double period_time = seconds_since(period_start);
     train_time += period_time;
     const double period_loss = dist::sum_over_ranks(group, sums.period());
@@ -305,6 +326,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
       if (!checkpoint()) return summary;
     }
     if (stop_after_period) return stopped();
+    (void)callback_stop();
   }
   if (checkpoints && saved_step != at.step && !checkpoint()) return summary;
   summary.steps = at.step;
