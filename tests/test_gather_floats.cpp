@@ -2,7 +2,8 @@
 // epoch's order and in file order are the data set's own floats, bit for bit, labels (or a
 // regression's targets) alongside; an empty last batch reads nothing; a crop-flip of features that
 // are no image is refused; a regression's spread is its targets' about their column means; rows
-// streamed from a .npy file are the held rows; CUDA gathers what the CPU gathers.
+// streamed from a .npy file are the held rows; ids (a model's embedding's input) are gathered as
+// ids, bit for bit; CUDA gathers what the CPU gathers.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -189,6 +190,54 @@ TEST(CudaGatherFloats, MatchesTheCpuBitForBit) {
             gathered_targets(Target::Cpu, cpu_targets, order, RowRange{0, 10}));
   EXPECT_EQ(gathered_targets(Target::Cuda, gpu_targets, {}, RowRange{7, 30}),
             gathered_targets(Target::Cpu, cpu_targets, {}, RowRange{7, 30}));
+}
+
+// `count` samples of kFeatures ids, id j of sample i = 1000 i + j (past a float's exact integers
+// for no row here, but a gather must copy the bits, never convert them).
+Dataset ids(std::int64_t count) {
+  Dataset d = floats(count);
+  std::vector<std::int32_t> values;
+  for (std::int64_t i = 0; i < count; ++i) {
+    for (std::int64_t j = 0; j < kFeatures; ++j) {
+      values.push_back(static_cast<std::int32_t>(1000 * i + j) | (j == 4 ? 0x7fc00000 : 0));
+    }
+  }
+  d.values = Tensor::from_host_ids({count, kFeatures}, values, Target::Cpu);
+  return d;
+}
+
+std::vector<std::int32_t> gathered_ids(Target target, const ResidentData& data,
+                                       const std::vector<std::int32_t>& order, RowRange rows) {
+  const Batch b = gather(target, data, order, rows);
+  EXPECT_EQ(b.x.dtype(), DType::I32);
+  return b.x.to_ids();
+}
+
+TEST(GatherIds, RowsAreTheIdsBitForBitInEitherOrder) {
+  const Dataset d = ids(9);
+  const ResidentData data = make_resident(d, Target::Cpu);
+  const std::vector<std::int32_t> all = d.values.to_ids();
+  auto rows = [&](const std::vector<int>& which) {
+    std::vector<std::int32_t> out;
+    for (const int r : which) {
+      out.insert(out.end(), all.begin() + r * kFeatures, all.begin() + (r + 1) * kFeatures);
+    }
+    return out;
+  };
+  EXPECT_EQ(gathered_ids(Target::Cpu, data, {8, 2, 2, 0}, RowRange{1, 4}), rows({2, 2, 0}));
+  EXPECT_EQ(gathered_ids(Target::Cpu, data, {}, RowRange{3, 6}), rows({3, 4, 5}));
+}
+
+TEST(CudaGatherIds, MatchesTheCpuBitForBit) {
+  NOEIRA_REQUIRE_GPU();
+  const Dataset d = ids(30);
+  const ResidentData cpu = make_resident(d, Target::Cpu);
+  const ResidentData gpu = make_resident(d, Target::Cuda);
+  const std::vector<std::int32_t> order = {29, 3, 3, 0, 17, 12, 5, 8, 21, 1};
+  EXPECT_EQ(gathered_ids(Target::Cuda, gpu, order, RowRange{0, 10}),
+            gathered_ids(Target::Cpu, cpu, order, RowRange{0, 10}));
+  EXPECT_EQ(gathered_ids(Target::Cuda, gpu, {}, RowRange{7, 30}),
+            gathered_ids(Target::Cpu, cpu, {}, RowRange{7, 30}));
 }
 
 }  // namespace

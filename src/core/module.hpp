@@ -72,6 +72,18 @@ concept MultiInputModule =
       m.for_each_param(visit, prefix);
     } && std::constructible_from<M, const Init&>;
 
+// The vocabulary of a model whose inputs are ids, not floats: the `input_vocab` of its first
+// module, an embedding (nn/embedding.hpp); 0 for a model of float inputs. The data loader then
+// reads the features as int32 ids and checks each against it (train/array_dataset.hpp).
+template <class M>
+constexpr std::int64_t input_vocab_of() {
+  if constexpr (requires { M::input_vocab; }) {
+    return M::input_vocab;
+  } else {
+    return 0;
+  }
+}
+
 // Visits every parameter of a network with its dotted name.
 template <class M, class Visitor>
   requires Module<M> || MultiInputModule<M>

@@ -10,8 +10,14 @@
 // ADDS to the table's gradient, because the owner — later in forward, so earlier in backward —
 // has already written its own part of it.
 //
+// FeatureEmbedding<Features, Vocab, Dim> is the lookup for a sample of `Features` categorical
+// features (a user's integer ids, train/array_dataset.hpp): [rows, Features] ids to
+// [rows, Features · Dim], each feature's vector side by side, from one [Vocab, Dim] table.
+// in_dim is Features, so a data set's width is checked against it like any model's.
+//
 // Ids have no gradient: the module belongs first in a network, whose vjp is called with
-// InputGrad::Skip; asking it for an input gradient is an error.
+// InputGrad::Skip; asking it for an input gradient is an error. Its `input_vocab` tells the data
+// loader to read a user's features as ids (core/module.hpp input_vocab_of).
 #include <cstdint>
 #include <string_view>
 
@@ -82,6 +88,7 @@ class Embedding {
   static constexpr std::int64_t in_dim = 1;
   static constexpr std::int64_t out_dim = Dim;
   static constexpr std::int64_t vocab = Vocab;
+  static constexpr std::int64_t input_vocab = Vocab;
 
   explicit Embedding(const Init& init)
       : weight_(init.normal("weight", {Vocab, Dim}, 0.0f, 0.02f)) {}
@@ -102,6 +109,41 @@ class Embedding {
  private:
   Param weight_;  // [Vocab, Dim] table
   detail::EmbeddingLookup<Vocab, Dim> lookup_;
+};
+
+template <std::int64_t Features, std::int64_t Vocab, std::int64_t Dim>
+class FeatureEmbedding {
+  static_assert(Features > 0 && Dim > 0, "FeatureEmbedding: features and width must be positive");
+
+ public:
+  static constexpr int arity = 1;
+  static constexpr std::int64_t in_dim = Features;
+  static constexpr std::int64_t out_dim = Features * Dim;
+  static constexpr std::int64_t input_vocab = Vocab;
+
+  explicit FeatureEmbedding(const Init& init)
+      : weight_(init.normal("weight", {Vocab, Dim}, 0.0f, 0.02f)) {}
+
+  const Tensor& forward(Context& ctx, const Tensor& ids) {
+    const std::int64_t rows = check_input_rows(ctx, ids, in_dim, "FeatureEmbedding");
+    // The lookup's [rows, Features, Dim] is the output's [rows, Features · Dim]: a view.
+    y_ = lookup_.forward(ctx, ids, weight_).view({rows, out_dim});
+    return y_;
+  }
+
+  const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
+    return lookup_.vjp(ctx, dy, input_grad, weight_, ctx.grad_mode);
+  }
+
+  template <class Visitor>
+  void for_each_param(Visitor&& visit, std::string_view prefix) {
+    visit(join_name(prefix, "weight"), weight_);
+  }
+
+ private:
+  Param weight_;  // [Vocab, Dim] table, shared by every feature
+  detail::EmbeddingLookup<Vocab, Dim> lookup_;
+  Tensor y_;  // view of the lookup's output
 };
 
 template <std::int64_t Vocab, std::int64_t Dim>

@@ -33,6 +33,7 @@ class Sequential {
   static constexpr int arity = std::tuple_element_t<0, Children>::arity;
   static constexpr std::int64_t in_dim = std::tuple_element_t<0, Children>::in_dim;
   static constexpr std::int64_t out_dim = std::tuple_element_t<count - 1, Children>::out_dim;
+  static constexpr std::int64_t input_vocab = input_vocab_of<std::tuple_element_t<0, Children>>();
 
   static constexpr bool input_is_product_operand =
       ReadsInputAsProductOperand<std::tuple_element_t<0, Children>>;

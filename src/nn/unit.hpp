@@ -24,6 +24,7 @@ class Unit {
   static constexpr int arity = M::arity;
   static constexpr std::int64_t in_dim = M::in_dim;
   static constexpr std::int64_t out_dim = M::out_dim;
+  static constexpr std::int64_t input_vocab = input_vocab_of<M>();
   static constexpr std::size_t kUnassigned = static_cast<std::size_t>(-1);
 
   explicit Unit(const Init& init) : inner_(init) {}

@@ -113,11 +113,66 @@ std::vector<std::int32_t> read_labels(const io::ArraySource& y, std::int64_t cou
   return labels;
 }
 
+// The first `count` rows of x as the ids of a model whose first module is an embedding of
+// `vocab` rows (core/module.hpp input_vocab_of), each checked in [0, vocab): the kernels that look
+// them up on a device do not check again. Read as int64 in pieces, as read_finite reads floats.
+Tensor read_ids(const io::ArraySource& x, std::int64_t count, std::int64_t vocab) {
+  const std::int64_t width = x.row_elements();
+  Tensor ids({count, width}, Target::Cpu, DType::I32);
+  std::int32_t* out = ids.ids();
+  std::vector<std::int64_t> wide;
+  for_each_piece(count, std::max<std::int64_t>(1, (std::int64_t{16} << 20) / (8 * width)),
+                 [&](std::int64_t row, std::int64_t rows) {
+                   wide.resize(static_cast<std::size_t>(rows * width));
+                   x.read_rows(row, rows, std::span(wide));
+                   for (std::size_t i = 0; i < wide.size(); ++i) {
+                     if (wide[i] < 0 || wide[i] >= vocab) {
+                       throw InputError(detail::concat(
+                           x.name(), ": sample ", row + static_cast<std::int64_t>(i) / width,
+                           " holds id ", wide[i], " at feature ",
+                           static_cast<std::int64_t>(i) % width,
+                           ", outside the model's vocabulary [0, ", vocab, ")"));
+                     }
+                     out[row * width + static_cast<std::int64_t>(i)] =
+                         static_cast<std::int32_t>(wide[i]);
+                   }
+                 });
+  return ids;
+}
+
+// The features of a split: ids for a model that takes them, else floats, held or streamed.
+void read_features(Dataset& d, std::shared_ptr<const io::ArraySource> x_source, bool stream,
+                   std::int64_t id_vocab) {
+  const io::ArraySource& x = *x_source;
+  if (id_vocab > 0) {
+    if (x.holds_floats()) {
+      throw InputError(detail::concat(x.name(), ": float features, but the model's first module "
+                                                "is an embedding of ",
+                                      id_vocab, " ids (give the ids as an integer array)"));
+    }
+    if (stream) {
+      throw InputError(detail::concat("--stream-data: ", x.name(),
+                                      " holds the ids of an embedding, which are held, not "
+                                      "streamed"));
+    }
+    d.values = read_ids(x, d.count, id_vocab);
+    return;
+  }
+  if (stream_features(x, d.count, stream)) {
+    d.streamed_hash = check_streamed(x, d.count);
+    d.streamed = std::move(x_source);
+  } else {
+    d.values = Tensor({d.count, d.features}, Target::Cpu);
+    read_finite(x, d.count, "feature",
+                std::span(d.values.data(), static_cast<std::size_t>(d.values.numel())));
+  }
+}
+
 }  // namespace
 
 Dataset load_array_split(std::shared_ptr<const io::ArraySource> x_source,
                          const io::ArraySource& y, std::string name, std::int64_t limit,
-                         bool stream) {
+                         bool stream, std::int64_t id_vocab) {
   const io::ArraySource& x = *x_source;
   if (x.shape().empty() || x.rows() == 0 || x.row_elements() == 0) {
     throw InputError(detail::concat(x.name(), ": shape ", shape_text(x.shape()),
@@ -139,14 +194,7 @@ Dataset load_array_split(std::shared_ptr<const io::ArraySource> x_source,
   d.name = std::move(name);
   d.count = apply_limit(d.name, x.rows(), limit);
   d.features = x.row_elements();
-  if (stream_features(x, d.count, stream)) {
-    d.streamed_hash = check_streamed(x, d.count);
-    d.streamed = std::move(x_source);
-  } else {
-    d.values = Tensor({d.count, d.features}, Target::Cpu);
-    read_finite(x, d.count, "feature",
-                std::span(d.values.data(), static_cast<std::size_t>(d.values.numel())));
-  }
+  read_features(d, std::move(x_source), stream, id_vocab);
   if (regression) {
     d.target_width = y.row_elements();
     d.targets.resize(static_cast<std::size_t>(d.count * d.target_width));
@@ -161,17 +209,18 @@ Dataset load_array_split(std::shared_ptr<const io::ArraySource> x_source,
 }
 
 Dataset load_npy_split(const std::filesystem::path& dir, std::string_view split,
-                       std::int64_t limit, bool stream) {
+                       std::int64_t limit, bool stream, std::int64_t id_vocab) {
   const std::string expected = detail::concat(split, "_x.npy and ", split, "_y.npy");
   std::shared_ptr<const io::ArraySource> x = io::open_npy_source(
       existing_file(dir / detail::concat(split, "_x.npy"), "npy", expected));
   const auto y = io::open_npy_source(
       existing_file(dir / detail::concat(split, "_y.npy"), "npy", expected));
-  return load_array_split(std::move(x), *y, detail::concat("npy/", split), limit, stream);
+  return load_array_split(std::move(x), *y, detail::concat("npy/", split), limit, stream,
+                          id_vocab);
 }
 
 Dataset load_named_split(std::string_view x_spec, std::string_view y_spec, std::string_view split,
-                         std::int64_t limit, bool stream) {
+                         std::int64_t limit, bool stream, std::int64_t id_vocab) {
   for (const auto& [spec, role] : {std::pair{x_spec, "x"}, std::pair{y_spec, "y"}}) {
     if (spec.empty()) {
       throw InputError(detail::concat("--data arrays needs --", split, "-", role, " (the ", split,
@@ -181,16 +230,18 @@ Dataset load_named_split(std::string_view x_spec, std::string_view y_spec, std::
   }
   std::shared_ptr<const io::ArraySource> x = io::open_array_spec(x_spec);
   const auto y = io::open_array_spec(y_spec);
-  return load_array_split(std::move(x), *y, detail::concat("arrays/", split), limit, stream);
+  return load_array_split(std::move(x), *y, detail::concat("arrays/", split), limit, stream,
+                          id_vocab);
 }
 
 Dataset load_h5_split(const std::filesystem::path& dir, std::string_view split,
-                      std::int64_t limit, bool stream) {
+                      std::int64_t limit, bool stream, std::int64_t id_vocab) {
   const std::filesystem::path file = existing_file(
       dir / detail::concat(split, ".h5"), "h5", detail::concat(split, ".h5 (datasets /x, /y)"));
   std::shared_ptr<const io::ArraySource> x = io::open_h5_source(file, "x");
   const auto y = io::open_h5_source(file, "y");
-  return load_array_split(std::move(x), *y, detail::concat("h5/", split), limit, stream);
+  return load_array_split(std::move(x), *y, detail::concat("h5/", split), limit, stream,
+                          id_vocab);
 }
 
 }  // namespace noeira

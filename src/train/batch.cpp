@@ -69,6 +69,11 @@ ResidentData resident_without_pixels(const Dataset& data, Target target) {
     out.streamed = data.streamed;  // read batch by batch, never held
   } else if (data.float_features() && target == Target::Cpu) {
     out.values = data.values;  // shared: a gather only reads it
+  } else if (data.ids()) {
+    out.values = Tensor::from_host_ids(
+        {data.count, data.features},
+        std::span<const std::int32_t>(data.values.ids(), static_cast<std::size_t>(values)),
+        target);
   } else if (data.float_features()) {
     out.values = Tensor::from_host(
         {data.count, data.features},
@@ -159,19 +164,22 @@ void gather_streamed_features(Batch& out, const ResidentData& data, const Tensor
                              out.staging.size() * sizeof(float));
 }
 
-// The features of a batch of held floats: rows copied as they are (file order) or gathered by the
-// order.
-void gather_float_features(Batch& out, const ResidentData& data, const Tensor& order,
-                           RowRange rows, Stream stream) {
+// The features of a batch of held floats or ids (four bytes each, copied as they are): rows
+// copied (file order) or gathered by the order.
+void gather_held_features(Batch& out, const ResidentData& data, const Tensor& order,
+                          RowRange rows, Stream stream) {
   const std::int64_t n = rows.size();
   const std::int64_t f = data.features;
   const KernelTable& k = kernels_for(data.target());
+  static_assert(sizeof(float) == sizeof(std::int32_t));
+  const bool ids = data.values.dtype() == DType::I32;
+  const void* table = ids ? static_cast<const void*>(data.values.ids()) : data.values.data();
+  void* x = ids ? static_cast<void*>(out.x.ids()) : out.x.data();
   if (!order.defined()) {
-    k.copy(stream, out.x.data(), data.values.data() + rows.begin * f,
-           static_cast<std::size_t>(n * f) * sizeof(float));
+    k.copy(stream, x, static_cast<const char*>(table) + rows.begin * f * 4,
+           static_cast<std::size_t>(n * f) * 4);
   } else {
-    k.gather_rows(stream, out.x.data(), order.ids() + rows.begin, data.values.data(), n, f,
-                  data.count);
+    k.gather_rows(stream, x, order.ids() + rows.begin, table, n, f, data.count);
   }
 }
 
@@ -246,6 +254,9 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
                " augmented in file order (evaluation never augments)");
   const std::int64_t n = rows.size();
   const std::int64_t f = data.features;
+  // The ids of a model's embedding, or floats.
+  const DType x_type = data.values.defined() ? data.values.dtype() : DType::F32;
+  if (out.x.dtype() != x_type) out.x = Tensor({n, f}, target, x_type);
   // resize() takes a Shape (a heap vector): skip it on the steady-state path where nothing changes.
   if (out.x.rank() != 2 || out.x.dim(0) != n || out.x.dim(1) != f) out.x.resize({n, f}, target);
   const bool floats = data.values.defined() || data.streamed;
@@ -254,7 +265,7 @@ void gather_batch(Batch& out, const ResidentData& data, const Tensor& order, Row
   if (data.streamed) {
     gather_streamed_features(out, data, order, rows, stream);
   } else if (floats) {
-    gather_float_features(out, data, order, rows, stream);
+    gather_held_features(out, data, order, rows, stream);
   } else {
     gather_pixel_features(out, data, order, rows, stream, augment);
   }

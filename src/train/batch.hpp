@@ -30,7 +30,9 @@ struct ResidentData {
   // [count, features] bytes on the target: device memory, or on the CPU what owns them (the
   // Dataset's own vector when it was handed over, see make_resident). Null for float features.
   std::shared_ptr<const std::uint8_t> pixels;
-  Tensor values;  // [count, features] F32 for a data set of float features (Dataset::values)
+  // [count, features] F32 for a data set of float features (Dataset::values); I32 ids for a
+  // model whose first module is an embedding.
+  Tensor values;
   // Or float features read from their file batch by batch (Dataset::streamed).
   std::shared_ptr<const io::ArraySource> streamed;
   Tensor labels;  // [count] I32; undefined for regression
@@ -55,7 +57,7 @@ struct Batch {
   explicit Batch(Target target = Target::Cpu)
       : x({0, 0}, target), labels({0}, target, DType::I32) {}
 
-  Tensor x;        // [rows, features] F32
+  Tensor x;        // [rows, features] F32, or I32 ids (ResidentData::values)
   Tensor labels;   // [rows] I32 (classification)
   Tensor targets;  // [rows, width] F32 (regression)
   // labels or targets is a view of the data set's (evaluation order): a gather must not write

@@ -175,13 +175,13 @@ PixelNormalization pixel_normalization(const Dataset& data) {
 }
 
 Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split split,
-                     std::int64_t limit, bool stream) {
+                     std::int64_t limit, bool stream, std::int64_t id_vocab) {
   // A missing directory shows up as its first missing file, which is the more useful message.
   const std::string_view split_name = split == Split::Train ? "train" : "test";
   switch (kind) {
     case DatasetKind::Cifar10: return load_cifar(dir, split, limit);
-    case DatasetKind::Npy: return load_npy_split(dir, split_name, limit, stream);
-    case DatasetKind::H5: return load_h5_split(dir, split_name, limit, stream);
+    case DatasetKind::Npy: return load_npy_split(dir, split_name, limit, stream, id_vocab);
+    case DatasetKind::H5: return load_h5_split(dir, split_name, limit, stream, id_vocab);
     case DatasetKind::Arrays:
       throw InputError("--data arrays names its arrays one by one: load_named_split reads them");
     case DatasetKind::Text:

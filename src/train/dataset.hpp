@@ -76,7 +76,8 @@ struct Dataset {
   std::vector<std::uint8_t> pixels;   // [count, features], as the files store them
   // [count, features] F32 on the CPU: float features, fed to the model as they are. A data set
   // holds these (pixels empty, no statistics) or pixels, never both. A tensor, not a vector: on
-  // the CPU the resident data shares it, so a split is never held twice.
+  // the CPU the resident data shares it, so a split is never held twice. I32 for the ids of a
+  // model whose first module is an embedding (ids()).
   Tensor values;
   // Or float features read from their file batch by batch, never held (data larger than memory:
   // --stream-data): values stays undefined, and the source is shared by every rank's gathers.
@@ -89,7 +90,9 @@ struct Dataset {
   std::vector<float> targets;
   std::int64_t target_width = 0;
 
+  // Features of the user's arrays (floats or ids), held or streamed, rather than pixels.
   bool float_features() const { return values.defined() || streamed != nullptr; }
+  bool ids() const { return values.defined() && values.dtype() == DType::I32; }
 };
 
 // What gather_pixels needs to normalize `data`'s bytes (kernel_table.hpp): scale and shift per
@@ -110,7 +113,8 @@ std::int64_t apply_limit(const std::string& name, std::int64_t count, std::int64
 // `stream`: a user's float features are read batch by batch rather than held
 // (Dataset::streamed; they are anyway where holding them would take more than a quarter of the
 // memory available).
+// id_vocab > 0: a user's arrays hold the ids of a model's embedding (train/array_dataset.hpp).
 Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split split,
-                     std::int64_t limit = 0, bool stream = false);
+                     std::int64_t limit = 0, bool stream = false, std::int64_t id_vocab = 0);
 
 }  // namespace noeira

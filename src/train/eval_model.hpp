@@ -28,7 +28,8 @@ EvalResult eval_model(TrainConfig& cfg, Target target, SavedModel& saved) {
     return run.task(eval_cfg, M::block).evaluate(model, ctx, nullptr);
   } else {
     const ImageRun run = load_image_run(cfg, target, M::in_dim, M::out_dim,
-                                        /*train_split=*/false, own_loss_factory<Loss>());
+                                        /*train_split=*/false, own_loss_factory<Loss>(),
+                                        input_vocab_of<M>());
     saved.load_into(model);
     round_to_compute_values(model, ctx, cfg.precision);
     const std::unique_ptr<TargetLoss> loss = run.test.regression() ? run.losses() : nullptr;

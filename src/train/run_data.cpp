@@ -40,11 +40,31 @@ TargetLossFactory regression_losses(const TrainConfig& cfg, TargetLossFactory ow
   return own;
 }
 
+// What a model of ids (its first module an embedding of `vocab` rows) cannot read: pixels, or
+// features normalized as floats are.
+void check_id_options(const TrainConfig& cfg, std::int64_t vocab) {
+  const std::string model = detail::concat(
+      "model '", cfg.model, "' takes ids (its first module is an embedding of ", vocab, " rows)");
+  if (holds_pixels(cfg.data)) {
+    throw InputError(detail::concat(model, ", but --data ", to_string(cfg.data),
+                                    " holds images (give integer arrays: --data npy, h5 or "
+                                    "arrays)"));
+  }
+  if (cfg.normalize != FeatureNormalize::None || cfg.feature_scale != 1.0 ||
+      cfg.feature_shift != 0.0) {
+    throw InputError(detail::concat(
+        cfg.normalize != FeatureNormalize::None ? "--normalize" : "--feature-scale/--feature-shift",
+        ": ", model, ", which are not scaled"));
+  }
+}
+
 }  // namespace
 
 ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t model_inputs,
-                        std::int64_t model_outputs, bool train_split, TargetLossFactory own_loss) {
+                        std::int64_t model_outputs, bool train_split, TargetLossFactory own_loss,
+                        std::int64_t input_vocab) {
   const DatasetKind kind = cfg.data;
+  if (input_vocab > 0) check_id_options(cfg, input_vocab);
   ImageRun run;
   // What the loss asks of the targets: class labels, float targets, or either (auto).
   const bool wants_labels = cfg.loss == LossChoice::CrossEntropy;
@@ -59,10 +79,11 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
   // look like another data set's.
   auto resident = [&](Split split, std::int64_t limit) {
     const bool train = split == Split::Train;
-    Dataset data = named ? load_named_split(train ? cfg.train_x : cfg.test_x,
-                                            train ? cfg.train_y : cfg.test_y,
-                                            train ? "train" : "test", limit, cfg.stream_data)
-                         : load_dataset(kind, run.dir, split, limit, cfg.stream_data);
+    Dataset data =
+        named ? load_named_split(train ? cfg.train_x : cfg.test_x,
+                                 train ? cfg.train_y : cfg.test_y, train ? "train" : "test",
+                                 limit, cfg.stream_data, input_vocab)
+              : load_dataset(kind, run.dir, split, limit, cfg.stream_data, input_vocab);
     // Where the split came from, for messages: its directory, or --data arrays' x.
     const std::string where = named ? (train ? cfg.train_x : cfg.test_x) : run.dir.string();
     // The loss must suit the targets.
@@ -109,10 +130,11 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
     run.fingerprint = hash_words(std::span(loaded.pixels), run.fingerprint);
     // Float features by their own hash, held or streamed alike (array_dataset.cpp).
     if (loaded.float_features()) {
+      const auto held = static_cast<std::size_t>(loaded.streamed ? 0 : loaded.values.numel());
       const std::uint64_t features =
           loaded.streamed ? loaded.streamed_hash
-                          : hash_words(std::span<const float>(
-                                loaded.values.data(), static_cast<std::size_t>(loaded.values.numel())));
+          : loaded.ids()  ? hash_words(std::span<const std::int32_t>(loaded.values.ids(), held))
+                          : hash_words(std::span<const float>(loaded.values.data(), held));
       run.fingerprint = hash_words(std::span(&features, 1), run.fingerprint);
     }
     run.fingerprint = hash_words(std::span(loaded.mean), run.fingerprint);

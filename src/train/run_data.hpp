@@ -58,10 +58,11 @@ std::filesystem::path image_dir(const TrainConfig& cfg);
 // The training and test splits; `train_split` false: the test split only (evaluation). The
 // samples must have model_inputs features and labels below model_outputs, the classes, or as many
 // float targets as the loss wants outputs for: a program's own loss `own_loss` (--loss must then
-// be auto), else the one --loss names. --loss must suit the targets.
+// be auto), else the one --loss names. --loss must suit the targets. input_vocab > 0: the model
+// takes ids (core/module.hpp input_vocab_of), which the features must be.
 ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t model_inputs,
                         std::int64_t model_outputs, bool train_split = true,
-                        TargetLossFactory own_loss = {});
+                        TargetLossFactory own_loss = {}, std::int64_t input_vocab = 0);
 // The vocabulary must fit the model's (the preset's vocab ids).
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab);
 

@@ -151,7 +151,7 @@ TrainOutcome train_model(TrainConfig& cfg, const TrainLaunch& launch) {
       return text;
     } else {
       return load_image_run(cfg, launch.target, M::in_dim, M::out_dim, /*train_split=*/true,
-                            own_loss_factory<Loss>());
+                            own_loss_factory<Loss>(), input_vocab_of<M>());
     }
   };
   std::optional<decltype(load())> loaded;
