@@ -31,6 +31,9 @@ class ArraySource {
   std::int64_t row_elements() const;
   // Whether the elements are floating point (regression targets rather than labels).
   virtual bool holds_floats() const = 0;
+  // Whether the rows are in this process's memory already (io/memory_array.hpp): features are
+  // then read from there batch by batch, never copied whole.
+  virtual bool in_memory() const { return false; }
 
   // Rows [begin, begin + count) into out, which holds count · row_elements() values; rows past
   // the end are an InputError.

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "io/memory_array.hpp"
 #include "io/npz.hpp"
 #include "kernels/error.hpp"
 
@@ -15,10 +16,12 @@ bool ends_with_any(std::string_view s, std::initializer_list<std::string_view> e
   return std::ranges::any_of(endings, [&](std::string_view e) { return s.ends_with(e); });
 }
 
-constexpr std::string_view kForms = "(file.npy, file.npz:x, or file.h5:/path/to/dataset)";
+constexpr std::string_view kForms =
+    "(file.npy, file.npz:x, file.h5:/path/to/dataset, or memory:NAME)";
 
 std::unique_ptr<ArraySource> open_one(std::string_view spec) {
   if (spec.empty()) throw InputError(detail::concat("an empty array name ", kForms));
+  if (spec.starts_with(kMemoryPrefix)) return open_memory_source(spec.substr(kMemoryPrefix.size()));
   // The last ':' after an HDF5 file's name starts the dataset's path; a ':' elsewhere is the
   // file name's own.
   const std::size_t colon = spec.rfind(':');
@@ -54,6 +57,9 @@ class ShardedSource final : public ArraySource {
       : ArraySource(std::move(name), std::move(shape)), shards_(std::move(shards)) {}
 
   bool holds_floats() const override { return shards_.front()->holds_floats(); }
+  bool in_memory() const override {
+    return std::ranges::all_of(shards_, [](const auto& s) { return s->in_memory(); });
+  }
   void read_rows(std::int64_t begin, std::int64_t count, std::span<float> out) const override {
     read(begin, count, out);
   }

@@ -199,6 +199,7 @@ std::uint64_t checked_bytes(const std::filesystem::path& file, const NpyHeader& 
 }  // namespace
 
 const char* npy_type_name(NpyType type) {
+  if (type == NpyType::BF16) return "bfloat16";
   for (const TypeEntry& t : kTypes) {
     if (t.type == type) return t.name;
   }
@@ -352,6 +353,12 @@ T element(const std::byte* data, NpyType type, std::size_t i) {
     case NpyType::U32: return static_cast<T>(load(std::uint32_t{}));
     case NpyType::U64: return static_cast<T>(load(std::uint64_t{}));
     case NpyType::Bool: return static_cast<T>(load(std::uint8_t{}) != 0);
+    case NpyType::BF16: {
+      const std::uint32_t bits = static_cast<std::uint32_t>(load(std::uint16_t{})) << 16;
+      float f;
+      std::memcpy(&f, &bits, sizeof f);
+      return static_cast<T>(f);
+    }
   }
   return T{};
 }

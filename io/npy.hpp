@@ -22,7 +22,9 @@
 
 namespace noeira::io {
 
-enum class NpyType : std::uint8_t { F32, F64, F16, I8, I16, I32, I64, U8, U16, U32, U64, Bool };
+// BF16 (bfloat16 bits) no .npy header names: a program's arrays in memory (io/memory_array.hpp)
+// share the conversions.
+enum class NpyType : std::uint8_t { F32, F64, F16, I8, I16, I32, I64, U8, U16, U32, U64, Bool, BF16 };
 
 struct NpyHeader {
   NpyType type = NpyType::F32;
@@ -35,9 +37,10 @@ struct NpyHeader {
   // Rows are the first dimension; a 0-d array is one row.
   std::int64_t rows() const { return shape.empty() ? 1 : shape.front(); }
   std::int64_t row_elements() const;
-  // float32, float64 or float16: values, not labels or ids.
+  // float32, float64, float16 or bfloat16: values, not labels or ids.
   bool holds_floats() const {
-    return type == NpyType::F32 || type == NpyType::F64 || type == NpyType::F16;
+    return type == NpyType::F32 || type == NpyType::F64 || type == NpyType::F16 ||
+           type == NpyType::BF16;
   }
 };
 

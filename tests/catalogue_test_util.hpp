@@ -39,22 +39,32 @@ struct InstalledCatalogue {
   ~InstalledCatalogue() { install_model_catalogue(preset_catalogue()); }
 };
 
-// `count` rows of 6 features and their 2 targets (smooth functions of the features).
-inline void write_regression(const std::filesystem::path& dir, const std::string& split,
-                             std::int64_t count) {
+// `count` rows of 6 features (x, [count, 6]) and their 2 targets (y, [count, 2]): smooth
+// functions of the features.
+struct RegressionArrays {
   std::vector<float> x, y;
+};
+inline RegressionArrays regression_arrays(std::int64_t count) {
+  RegressionArrays a;
   for (std::int64_t i = 0; i < count; ++i) {
     float sum = 0.0f;
     for (int f = 0; f < 6; ++f) {
       const float v = std::sin(0.37f * static_cast<float>(i * 6 + f));
-      x.push_back(v);
+      a.x.push_back(v);
       sum += v;
     }
-    y.push_back(0.5f * sum);
-    y.push_back(x[static_cast<std::size_t>(i * 6)] * x[static_cast<std::size_t>(i * 6 + 1)]);
+    a.y.push_back(0.5f * sum);
+    a.y.push_back(a.x[static_cast<std::size_t>(i * 6)] * a.x[static_cast<std::size_t>(i * 6 + 1)]);
   }
-  write_npy_array(dir / (split + "_x.npy"), "<f4", {count, 6}, x);
-  write_npy_array(dir / (split + "_y.npy"), "<f4", {count, 2}, y);
+  return a;
+}
+
+// The same as <split>_x.npy and <split>_y.npy in `dir`.
+inline void write_regression(const std::filesystem::path& dir, const std::string& split,
+                             std::int64_t count) {
+  const RegressionArrays a = regression_arrays(count);
+  write_npy_array(dir / (split + "_x.npy"), "<f4", {count, 6}, a.x);
+  write_npy_array(dir / (split + "_y.npy"), "<f4", {count, 2}, a.y);
 }
 
 // A run of `model` on the regression arrays in `dir`: ZeRO-3 on two simulated ranks, one thread

@@ -3,6 +3,7 @@
 // (run_command_line, model_entry), the trainer beneath it and the layers to build a model from.
 // docs/library.md walks through it; examples/ holds programs built against the installed package.
 #include "cli/command_line.hpp"
+#include "io/memory_array.hpp"
 #include "nn/activation.hpp"
 #include "nn/batchnorm.hpp"
 #include "nn/conv2d.hpp"

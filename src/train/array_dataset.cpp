@@ -89,11 +89,12 @@ std::uint64_t check_streamed(const io::ArraySource& x, std::int64_t count) {
   return hash;
 }
 
-// Whether `count` rows of x are read batch by batch: when asked, or when holding them as floats
-// would take more than a quarter of the memory available (a default never fails a run for want
-// of memory; the ranks of a node each hold their own copy under MPI).
+// Whether `count` rows of x are read batch by batch: when asked, when they are in the program's
+// memory already (io/memory_array.hpp), or when holding them as floats would take more than a
+// quarter of the memory available (a default never fails a run for want of memory; the ranks of
+// a node each hold their own copy under MPI).
 bool stream_features(const io::ArraySource& x, std::int64_t count, bool asked) {
-  return asked ||
+  return asked || x.in_memory() ||
          4.0 * static_cast<double>(count) * static_cast<double>(x.row_elements()) >
              0.25 * io::memory_available_bytes();
 }

@@ -179,7 +179,9 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
                         : std::string();
   const std::string from =
       dir.empty() ? detail::concat(cfg.train_x, " and ", cfg.test_x) : dir.string();
-  const char* streamed = test.streamed ? " (features streamed from the files)" : "";
+  const char* streamed = !test.streamed              ? ""
+                         : test.streamed->in_memory() ? " (features read from the program's memory)"
+                                                      : " (features streamed from the files)";
   const std::string normalized =
       cfg.normalize == FeatureNormalize::Standardize
           ? ", features standardized by the training split's statistics"
