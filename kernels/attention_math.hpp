@@ -33,12 +33,20 @@ NOEIRA_HD double rope_angle(std::int64_t position, std::int64_t pair, std::int64
   return static_cast<double>(position) * inv_freq;
 }
 
-// Turns the pair (x0, x1) by the angle whose cosine and sine are c and s; y may alias x.
-NOEIRA_HD void rope_turn(float* y, const float* x, double c, double s) {
+// Where pair i of a head begins and how far its second element is (kernel_table.hpp RopePairs).
+NOEIRA_HD std::int64_t rope_first(bool interleaved, std::int64_t pair) {
+  return interleaved ? 2 * pair : pair;
+}
+NOEIRA_HD std::int64_t rope_stride(bool interleaved, std::int64_t head_dim) {
+  return interleaved ? 1 : head_dim / 2;
+}
+
+// Turns the pair (x[0], x[stride]) by the angle whose cosine and sine are c and s; y may alias x.
+NOEIRA_HD void rope_turn(float* y, const float* x, std::int64_t stride, double c, double s) {
   const double x0 = x[0];
-  const double x1 = x[1];
+  const double x1 = x[stride];
   y[0] = static_cast<float>(x0 * c - x1 * s);
-  y[1] = static_cast<float>(x0 * s + x1 * c);
+  y[stride] = static_cast<float>(x0 * s + x1 * c);
 }
 
 }  // namespace noeira::attn

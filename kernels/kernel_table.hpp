@@ -154,6 +154,21 @@ enum class BatchNormSource : std::uint8_t { Batch, Running };
 // Which way rope() turns: Inverse is RoPE's vjp (a rotation's transpose is its inverse).
 enum class Rotation : std::uint8_t { Forward, Inverse };
 
+// Which elements of a head rope() turns together as pair i: SplitHalves (i, i + head_dim / 2), as
+// GPT-NeoX, Hugging Face's Llama and the system noeira follows pair them; Interleaved (2i, 2i + 1),
+// as RoFormer and Meta's original LLaMA code do. A checkpoint computes the right function only
+// under the pairing it was trained with.
+enum class RopePairs : std::uint8_t { SplitHalves, Interleaved };
+
+// One rope() call: x [rows, heads · head_dim], rows = batch · seq in [batch, seq] order, row r at
+// position start + r % seq.
+struct RopeGeometry {
+  std::int64_t rows = 0, seq = 1, heads = 1, head_dim = 2;
+  std::int64_t start = 0;
+  float base = 10000.0f;
+  RopePairs pairs = RopePairs::SplitHalves;
+};
+
 // One 2-D convolution as its kernels see it. Activations are NCHW: `images` images of
 // in_channels x in_height x in_width in, of out_channels x out_height x out_width out. The weight
 // is [out_channels, in_channels / groups, kernel, kernel] (PyTorch's Conv2d layout); group g maps
@@ -317,14 +332,11 @@ struct KernelTable {
   void (*masked_softmax_forward)(Stream, float* y, const float* x, AttentionMask mask,
                                  std::int64_t batch, std::int64_t heads, std::int64_t tq,
                                  std::int64_t tk);
-  // Rotary position embedding of x [rows, heads · head_dim], rows = batch · seq in [batch, seq]
-  // order: row r is at position start + r % seq. In every head the pair (x[2i], x[2i+1]) turns by
-  // position · base^(-2i / head_dim) radians (Inverse: by minus that). head_dim even; y may alias
-  // x. Angles, sines and cosines in double, so that the CPU and CUDA agree to an ulp of fp32 and
-  // far positions keep their precision.
-  void (*rope)(Stream, Rotation rotation, float* y, const float* x, std::int64_t rows,
-               std::int64_t seq, std::int64_t heads, std::int64_t head_dim, std::int64_t start,
-               float base);
+  // Rotary position embedding of x (RopeGeometry): in every head, pair i (g.pairs says which two
+  // elements) turns by position · base^(-2i / head_dim) radians (Inverse: by minus that). head_dim
+  // even; y may alias x. Angles, sines and cosines in double, so that the CPU and CUDA agree to
+  // an ulp of fp32 and far positions keep their precision.
+  void (*rope)(Stream, Rotation rotation, const RopeGeometry& g, float* y, const float* x);
 
   // --- convolution (ConvGeometry: NCHW activations, PyTorch's weight layout) ----------------
   // Three linear maps of one convolution C, as cuDNN names them. ConvTranspose2D is the same

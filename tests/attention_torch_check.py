@@ -56,14 +56,20 @@ def attention(q, k, v, causal, lengths):
     return F.softmax(q @ k.transpose(-1, -2) / math.sqrt(d) + mask, dim=-1) @ v
 
 
-def rope(x, base):
-    """Interleaved pairs (2i, 2i+1) of every head turned by t·base^(-2i/d), positions 0.."""
+def rope(x, base, interleaved):
+    """Pair i of every head turned by t·base^(-2i/d), positions 0..: elements (2i, 2i+1) when
+    interleaved (RoFormer), else Hugging Face's Llama form, x·cos + rotate_half(x)·sin over the
+    frequencies repeated, which pairs (i, i + d/2)."""
     t, d = x.shape[2], x.shape[3]
     inv_freq = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
     angle = torch.arange(t, dtype=torch.float64)[:, None] * inv_freq[None, :]
-    c, s = torch.cos(angle), torch.sin(angle)
-    x0, x1 = x[..., 0::2], x[..., 1::2]
-    return torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1).flatten(-2)
+    if interleaved:
+        c, s = torch.cos(angle), torch.sin(angle)
+        x0, x1 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1).flatten(-2)
+    emb = torch.cat((angle, angle), dim=-1)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return x * torch.cos(emb) + torch.cat((-x2, x1), dim=-1) * torch.sin(emb)
 
 
 def linear(x, t, prefix, name):
@@ -93,7 +99,8 @@ def self_attention_case(case, t, name):
     q, k, v = linear(x, p, name, "qkv").split([c, kv_width, kv_width], dim=-1)
     q, k, v = heads(q, h), heads(k, kvh), heads(v, kvh)
     if case["rope"]:
-        q, k = rope(q, case["rope_base"]), rope(k, case["rope_base"])
+        rotary = case["rope_base"], case["rope_interleaved"]
+        q, k = rope(q, *rotary), rope(k, *rotary)
     k, v = k.repeat_interleave(h // kvh, dim=1), v.repeat_interleave(h // kvh, dim=1)
     y = linear(merge(attention(q, k, v, case["causal"], case["lengths"])), p, name, "proj")
     return y, {"dx": x}, params

@@ -121,28 +121,35 @@ TEST(Sdpa, RejectsBadShapesAndLengths) {
 }
 
 TEST(RoPE, GradientsMatchFiniteDifferences) {
-  RoPE<3, 4> rope(kAttentionInit);
-  gradcheck(rope, sequence_input(1, 5, 12, 1));
-  gradcheck(rope, sequence_input(2, 3, 12, 2));
+  RoPE<3, 4> halves(kAttentionInit);
+  gradcheck(halves, sequence_input(1, 5, 12, 1));
+  gradcheck(halves, sequence_input(2, 3, 12, 2));
+  RoPE<3, 4, 10000, RopePairs::Interleaved> interleaved(kAttentionInit);
+  gradcheck(interleaved, sequence_input(2, 3, 12, 2));
 }
 
-// Position p turns pair i by p · base^(-2i/d): the dot product of a rotated query and key depends
-// only on the distance of their positions, and position 0 is the identity.
-TEST(RoPE, RotatesPairsByPositionAndKeepsRelativeDistance) {
+// Position p turns pair i — elements (i, i + d/2) by default, (2i, 2i+1) interleaved — by
+// p · base^(-2i/d): the dot product of a rotated query and key depends only on the distance of
+// their positions, and position 0 is the identity.
+template <RopePairs Pairs>
+void check_rotation() {
   constexpr std::int64_t D = 8;
-  RoPE<1, D> rope(kAttentionInit);
+  RoPE<1, D, 10000, Pairs> rope(kAttentionInit);
   Context ctx = Context::for_target(Target::Cpu);
   const std::vector<float> one = testing::random_values(D, 5);
   std::vector<float> rows;
   for (int t = 0; t < 6; ++t) rows.insert(rows.end(), one.begin(), one.end());
   const Tensor x = Tensor::from_host({1, 6, D}, rows);
   const std::vector<float> y = rope.forward_at(ctx, x, 3).to_vector();
+  const bool interleaved = Pairs == RopePairs::Interleaved;
   for (std::int64_t t = 0; t < 6; ++t) {
     for (std::int64_t i = 0; i < D / 2; ++i) {
+      const std::int64_t first = interleaved ? 2 * i : i;
+      const std::int64_t second = interleaved ? 2 * i + 1 : i + D / 2;
       const double angle = static_cast<double>(3 + t) * std::pow(10000.0, -2.0 * i / D);
-      const double x0 = one[2 * i], x1 = one[2 * i + 1];
-      EXPECT_NEAR(y[t * D + 2 * i], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
-      EXPECT_NEAR(y[t * D + 2 * i + 1], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
+      const double x0 = one[first], x1 = one[second];
+      EXPECT_NEAR(y[t * D + first], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
+      EXPECT_NEAR(y[t * D + second], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
     }
   }
   auto dot = [&](std::int64_t a, std::int64_t b) {
@@ -154,6 +161,14 @@ TEST(RoPE, RotatesPairsByPositionAndKeepsRelativeDistance) {
   EXPECT_NEAR(dot(1, 4), dot(2, 5), 1e-5);
   const std::vector<float> at0 = rope.forward(ctx, x).to_vector();
   for (std::int64_t d = 0; d < D; ++d) EXPECT_EQ(at0[d], one[d]);
+}
+
+TEST(RoPE, RotatesSplitHalvesByPositionAndKeepsRelativeDistance) {
+  check_rotation<RopePairs::SplitHalves>();
+}
+
+TEST(RoPE, RotatesInterleavedPairsByPositionAndKeepsRelativeDistance) {
+  check_rotation<RopePairs::Interleaved>();
 }
 
 TEST(RepeatKV, CopiesEachKvHeadToItsGroupAndSumsBack) {

@@ -102,11 +102,14 @@ TEST(MaskedSoftmax, EachRowSeesItsVisiblePrefix) {
 TEST(RopeKernel, InverseUndoesForwardInPlace) {
   constexpr std::int64_t rows = 6, seq = 3, heads = 2, dim = 6;
   const std::vector<float> x = random_values(rows * heads * dim, 5);
-  std::vector<float> y = x;
-  cpu().rope(nullptr, Rotation::Forward, y.data(), y.data(), rows, seq, heads, dim, 1000, 10000.0f);
-  EXPECT_NE(y, x);
-  cpu().rope(nullptr, Rotation::Inverse, y.data(), y.data(), rows, seq, heads, dim, 1000, 10000.0f);
-  for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-6) << i;
+  for (const RopePairs pairs : {RopePairs::SplitHalves, RopePairs::Interleaved}) {
+    const RopeGeometry g{rows, seq, heads, dim, 1000, 10000.0f, pairs};
+    std::vector<float> y = x;
+    cpu().rope(nullptr, Rotation::Forward, g, y.data(), y.data());
+    EXPECT_NE(y, x);
+    cpu().rope(nullptr, Rotation::Inverse, g, y.data(), y.data());
+    for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], x[i], 1e-6) << i;
+  }
 }
 
 }  // namespace

@@ -75,6 +75,7 @@ void self_attention_case(CaseFile& file, const std::string& name, std::int64_t b
                  {"kv_heads", kv_heads},
                  {"causal", causal},
                  {"rope", rope},
+                 {"rope_interleaved", M::rope_pairs == RopePairs::Interleaved},
                  {"rope_base", 10000.0}});
 }
 
@@ -114,6 +115,8 @@ TEST(AttentionTorch, WritesTheCases) {
       file, "self_attention_rope_gqa", 2, 5, 2, true, true);
   self_attention_case<SelfAttention<16, 4, 1, Masking::None, Positions::Rope>>(
       file, "self_attention_bidirectional_mqa_rope", 1, 6, 1, false, true);
+  self_attention_case<SelfAttention<16, 4, 2, Masking::Causal, Positions::RopeInterleaved>>(
+      file, "self_attention_rope_interleaved", 2, 5, 2, true, true);
   self_attention_case<SelfAttention<12, 2, 2, Masking::Causal, Positions::Rope>>(
       file, "self_attention_padded", 3, 5, 2, true, true, {5, 3, 1});
   cross_attention_case<CrossAttention<12, 3, 10>>(file, "cross_attention", 2, 4, 6, 3, {6, 2});

@@ -96,10 +96,16 @@ TEST(CudaAttention, RopeMatchesCpu) {
         const std::int64_t rows = 3 * 37, seq = 37, heads = 3, dim = 64;
         Tensor x = random_on(t, {rows, heads * dim}, 41);
         Tensor y({rows, heads * dim}, t);
-        k.rope(nullptr, Rotation::Forward, y.data(), x.data(), rows, seq, heads, dim, 1000,
-               10000.0f);
-        k.rope(nullptr, Rotation::Inverse, x.data(), x.data(), rows, seq, heads, dim, 5, 500.0f);
-        return Outputs{{"forward", y.to_vector()}, {"inverse in place", x.to_vector()}};
+        Tensor z({rows, heads * dim}, t);
+        k.rope(nullptr, Rotation::Forward, {rows, seq, heads, dim, 1000, 10000.0f}, y.data(),
+               x.data());
+        k.rope(nullptr, Rotation::Forward,
+               {rows, seq, heads, dim, 1000, 10000.0f, RopePairs::Interleaved}, z.data(),
+               x.data());
+        k.rope(nullptr, Rotation::Inverse, {rows, seq, heads, dim, 5, 500.0f}, x.data(), x.data());
+        return Outputs{{"forward", y.to_vector()},
+                       {"forward interleaved", z.to_vector()},
+                       {"inverse in place", x.to_vector()}};
       },
       kElementwise);
 }

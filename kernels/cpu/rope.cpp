@@ -8,20 +8,20 @@
 
 namespace noeira::cpu {
 
-void rope(Stream, Rotation rotation, float* y, const float* x, std::int64_t rows,
-          std::int64_t seq, std::int64_t heads, std::int64_t head_dim, std::int64_t start,
-          float base) {
-  const std::int64_t width = heads * head_dim;
+void rope(Stream, Rotation rotation, const RopeGeometry& g, float* y, const float* x) {
+  const std::int64_t width = g.heads * g.head_dim;
   const double sign = rotation == Rotation::Forward ? 1.0 : -1.0;
-  parallel_for_rows(rows, width, [&](std::int64_t r) {
-    const std::int64_t position = start + r % seq;
-    for (std::int64_t i = 0; i < head_dim / 2; ++i) {
-      const double angle = sign * attn::rope_angle(position, i, head_dim, base);
+  const bool interleaved = g.pairs == RopePairs::Interleaved;
+  const std::int64_t stride = attn::rope_stride(interleaved, g.head_dim);
+  parallel_for_rows(g.rows, width, [&](std::int64_t r) {
+    const std::int64_t position = g.start + r % g.seq;
+    for (std::int64_t i = 0; i < g.head_dim / 2; ++i) {
+      const double angle = sign * attn::rope_angle(position, i, g.head_dim, g.base);
       const double c = std::cos(angle);
       const double s = std::sin(angle);
-      for (std::int64_t h = 0; h < heads; ++h) {
-        const std::int64_t at = r * width + h * head_dim + 2 * i;
-        attn::rope_turn(y + at, x + at, c, s);
+      for (std::int64_t h = 0; h < g.heads; ++h) {
+        const std::int64_t at = r * width + h * g.head_dim + attn::rope_first(interleaved, i);
+        attn::rope_turn(y + at, x + at, stride, c, s);
       }
     }
   });

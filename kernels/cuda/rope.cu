@@ -13,6 +13,7 @@ struct RopeTurn {
   const float* x;
   std::int64_t seq, heads, head_dim, start;
   double base, sign;
+  bool interleaved;
   __device__ void operator()(std::int64_t index) const {
     const std::int64_t pairs = head_dim / 2;
     const std::int64_t r = index / pairs;
@@ -21,21 +22,21 @@ struct RopeTurn {
     double s = 0.0;
     double c = 0.0;
     sincos(angle, &s, &c);
-    const std::int64_t row = r * heads * head_dim + 2 * i;
+    const std::int64_t row = r * heads * head_dim + attn::rope_first(interleaved, i);
+    const std::int64_t stride = attn::rope_stride(interleaved, head_dim);
     for (std::int64_t h = 0; h < heads; ++h) {
-      attn::rope_turn(y + row + h * head_dim, x + row + h * head_dim, c, s);
+      attn::rope_turn(y + row + h * head_dim, x + row + h * head_dim, stride, c, s);
     }
   }
 };
 
 }  // namespace
 
-void rope(Stream s, Rotation rotation, float* y, const float* x, std::int64_t rows,
-          std::int64_t seq, std::int64_t heads, std::int64_t head_dim, std::int64_t start,
-          float base) {
+void rope(Stream s, Rotation rotation, const RopeGeometry& g, float* y, const float* x) {
   const double sign = rotation == Rotation::Forward ? 1.0 : -1.0;
-  launch_map(s, rows * (head_dim / 2),
-             RopeTurn{y, x, seq, heads, head_dim, start, static_cast<double>(base), sign});
+  launch_map(s, g.rows * (g.head_dim / 2),
+             RopeTurn{y, x, g.seq, g.heads, g.head_dim, g.start, static_cast<double>(g.base), sign,
+                      g.pairs == RopePairs::Interleaved});
 }
 
 }  // namespace noeira::cuda

@@ -1,10 +1,12 @@
 #pragma once
-// RoPE<Heads, HeadDim, Base>: rotary position embedding of [batch, seq, Heads · HeadDim]
-// activations (each row Heads heads of HeadDim). In every head, the pair of elements (2i, 2i+1)
-// of the token at position p turns by p · Base^(-2i / HeadDim) radians: the interleaved pairs of
-// RoFormer and Meta's LLaMA (not GPT-NeoX's halves). Positions start at 0, or at `start` for
-// forward_at, which is how a KV cache embeds new tokens after the cached ones. No parameters; the
-// vjp is the inverse rotation.
+// RoPE<Heads, HeadDim, Base, Pairs>: rotary position embedding of [batch, seq, Heads · HeadDim]
+// activations (each row Heads heads of HeadDim). In every head, pair i of the token at position p
+// turns by p · Base^(-2i / HeadDim) radians. Pairs says which two elements pair i is: by default
+// (i, i + HeadDim/2), the split halves of GPT-NeoX, Hugging Face's Llama and the system noeira
+// follows; RopePairs::Interleaved pairs (2i, 2i+1), as RoFormer and Meta's original LLaMA code do.
+// A ported checkpoint computes its own function only under its own pairing. Positions start at
+// 0, or at `start` for forward_at, which is how a KV cache embeds new tokens after the cached
+// ones. No parameters; the vjp is the inverse rotation.
 #include <cstdint>
 #include <string_view>
 
@@ -13,7 +15,8 @@
 
 namespace noeira {
 
-template <std::int64_t Heads, std::int64_t HeadDim, std::int64_t Base = 10000>
+template <std::int64_t Heads, std::int64_t HeadDim, std::int64_t Base = 10000,
+          RopePairs Pairs = RopePairs::SplitHalves>
 class RoPE {
   static_assert(Heads > 0 && HeadDim > 0 && HeadDim % 2 == 0,
                 "RoPE: the head dimension must be even (it turns pairs)");
@@ -35,16 +38,14 @@ class RoPE {
     shape_ = s;
     start_ = start;
     y_.resize(x.shape(), ctx.target);
-    ctx.k->rope(ctx.stream, Rotation::Forward, y_.data(), x.data(), s.batch * s.seq, s.seq,
-                Heads, HeadDim, start, base);
+    ctx.k->rope(ctx.stream, Rotation::Forward, geometry(), y_.data(), x.data());
     return y_;
   }
 
   const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
     if (input_grad == InputGrad::Skip) return empty_;
     dx_.resize(dy.shape(), ctx.target);
-    ctx.k->rope(ctx.stream, Rotation::Inverse, dx_.data(), dy.data(), shape_.batch * shape_.seq,
-                shape_.seq, Heads, HeadDim, start_, base);
+    ctx.k->rope(ctx.stream, Rotation::Inverse, geometry(), dx_.data(), dy.data());
     return dx_;
   }
 
@@ -52,6 +53,10 @@ class RoPE {
   void for_each_param(Visitor&&, std::string_view) {}
 
  private:
+  RopeGeometry geometry() const {
+    return {shape_.batch * shape_.seq, shape_.seq, Heads, HeadDim, start_, base, Pairs};
+  }
+
   SeqShape shape_;          // of the forward input
   std::int64_t start_ = 0;  // position of the forward's token 0
   Tensor y_;                // [batch, seq, in_dim] output

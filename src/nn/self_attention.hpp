@@ -4,7 +4,7 @@
 //
 //   qkv = x · qkv.weightᵀ + qkv.bias        one fused projection, [batch · seq, C + 2 · KvHeads · D]
 //   q, k, v = its column blocks             q: Heads heads of D = C / Heads; k, v: KvHeads heads
-//   q, k = RoPE(q), RoPE(k)                 Pos = Positions::Rope only
+//   q, k = RoPE(q), RoPE(k)                 Pos = Positions::Rope (split halves) or RopeInterleaved
 //   k, v = RepeatKV(k), RepeatKV(v)         KvHeads < Heads only (grouped-query attention)
 //   o = SDPA(q, k, v)                       causal by default; optional key padding
 //   y = o · proj.weightᵀ + proj.bias        [C, C]
@@ -31,7 +31,9 @@
 
 namespace noeira {
 
-enum class Positions : std::uint8_t { None, Rope };
+// Rope pairs a head's elements as split halves (Hugging Face's Llama), RopeInterleaved as
+// RoFormer does (nn/rope.hpp).
+enum class Positions : std::uint8_t { None, Rope, RopeInterleaved };
 
 template <std::int64_t C, std::int64_t Heads, std::int64_t KvHeads = Heads,
           Masking Mask = Masking::Causal, Positions Pos = Positions::None>
@@ -42,7 +44,9 @@ class SelfAttention : public attention::HeadSplit<C, Heads, KvHeads> {
   using Split::grouped, Split::head_dim, Split::in_dim, Split::kv_width, Split::out_dim;
   static constexpr int arity = 1;
   static constexpr std::int64_t qkv_width = C + 2 * kv_width;
-  static constexpr bool rotary = Pos == Positions::Rope;
+  static constexpr bool rotary = Pos != Positions::None;
+  static constexpr RopePairs rope_pairs =
+      Pos == Positions::RopeInterleaved ? RopePairs::Interleaved : RopePairs::SplitHalves;
   // Its input reaches only qkv's products (core/bf16_activation.hpp).
   static constexpr bool input_is_product_operand = true;
 
@@ -210,8 +214,8 @@ class SelfAttention : public attention::HeadSplit<C, Heads, KvHeads> {
   }
 
   Linear<C, qkv_width> qkv_;
-  std::conditional_t<rotary, RoPE<Heads, head_dim>, attention::Unused> rope_q_;
-  std::conditional_t<rotary, RoPE<KvHeads, head_dim>, attention::Unused> rope_k_;
+  std::conditional_t<rotary, RoPE<Heads, head_dim, 10000, rope_pairs>, attention::Unused> rope_q_;
+  std::conditional_t<rotary, RoPE<KvHeads, head_dim, 10000, rope_pairs>, attention::Unused> rope_k_;
   RepeatKV<KvHeads, Heads, head_dim> repeat_k_;
   RepeatKV<KvHeads, Heads, head_dim> repeat_v_;
   ScaledDotProductAttention<Heads, head_dim, Mask> sdpa_;
