@@ -82,6 +82,33 @@ TEST(RMSNorm, OutputRowsHaveUnitRootMeanSquare) {
   }
 }
 
+// A row small enough that eps decides its scale: LayerNorm's [a, -a] becomes ±a/sqrt(a² + eps),
+// RMSNorm's constant a becomes a/sqrt(a² + eps), with the module's own eps.
+template <class Norm>
+void check_eps(double eps, bool centered) {
+  static_assert(Norm::in_dim == 2);
+  Context ctx = Context::for_target(Target::Cpu);
+  Norm m(kLeafInit);
+  const float a = 0.01f;
+  const Tensor x = Tensor::from_host({1, 2}, std::vector<float>{a, centered ? -a : a});
+  const std::vector<float> y = m.forward(ctx, x).to_vector();
+  const double expected = a / std::sqrt(static_cast<double>(a) * a + eps);
+  EXPECT_NEAR(y[0], expected, 1e-5 * expected) << "eps " << eps;
+  EXPECT_NEAR(y[1], centered ? -expected : expected, 1e-5 * expected) << "eps " << eps;
+}
+
+TEST(LayerNorm, AppliesTheEpsOfItsType) {
+  check_eps<LayerNorm<2>>(1e-5, true);
+  check_eps<LayerNorm<2, 1e-3f>>(1e-3, true);
+  check_norm<LayerNorm<7, 1e-2f>>(7);
+}
+
+TEST(RMSNorm, AppliesTheEpsOfItsType) {
+  check_eps<RMSNorm<2>>(1e-6, false);
+  check_eps<RMSNorm<2, 1e-4f>>(1e-4, false);
+  check_norm<RMSNorm<7, 1e-4f>>(8);
+}
+
 template <class M>
 void check_grad_modes() {
   Context ctx = Context::for_target(Target::Cpu);

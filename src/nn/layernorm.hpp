@@ -1,7 +1,8 @@
 #pragma once
 // LayerNorm over each row of D elements: y = (x - mean) / sqrt(var + eps) · weight + bias, with
-// the biased variance and eps = 1e-5 (PyTorch's defaults). weight starts at 1 and bias at 0,
-// neither decayed. mean and rstd are saved for the backward pass.
+// the biased variance and eps = Eps, 1e-5 by default (PyTorch's defaults; a ported model gives
+// its own, as torch.nn.LayerNorm's eps). weight starts at 1 and bias at 0, neither decayed. mean
+// and rstd are saved for the backward pass.
 #include <cstdint>
 #include <string_view>
 
@@ -10,13 +11,15 @@
 
 namespace noeira {
 
-template <std::int64_t D>
+template <std::int64_t D, float Eps = 1e-5f>
 class LayerNorm {
+  static_assert(Eps > 0.0f, "LayerNorm: eps must be positive");
+
  public:
   static constexpr int arity = 1;
   static constexpr std::int64_t in_dim = D;
   static constexpr std::int64_t out_dim = D;
-  static constexpr float eps = 1e-5f;
+  static constexpr float eps = Eps;
 
   explicit LayerNorm(const Init& init)
       : weight_(init.constant("weight", {D}, 1.0f)), bias_(init.constant("bias", {D}, 0.0f)) {}

@@ -1,6 +1,8 @@
 #pragma once
-// RMSNorm over each row of D elements: y = x / sqrt(mean(x²) + eps) · weight, eps = 1e-6 (as in
-// LLaMA; small against any row that carries signal, large enough to keep an all-zero row finite).
+// RMSNorm over each row of D elements: y = x / sqrt(mean(x²) + eps) · weight, eps = Eps, 1e-6 by
+// default (as in LLaMA's code; small against any row that carries signal, large enough to keep an
+// all-zero row finite). A ported model gives its own: Hugging Face's Llama configs 1e-5 or 1e-6
+// (rms_norm_eps), the system noeira follows 1e-4.
 // weight starts at 1 and is not decayed. rstd is saved for the backward pass.
 #include <cstdint>
 #include <string_view>
@@ -9,13 +11,15 @@
 
 namespace noeira {
 
-template <std::int64_t D>
+template <std::int64_t D, float Eps = 1e-6f>
 class RMSNorm {
+  static_assert(Eps > 0.0f, "RMSNorm: eps must be positive");
+
  public:
   static constexpr int arity = 1;
   static constexpr std::int64_t in_dim = D;
   static constexpr std::int64_t out_dim = D;
-  static constexpr float eps = 1e-6f;
+  static constexpr float eps = Eps;
 
   explicit RMSNorm(const Init& init) : weight_(init.constant("weight", {D}, 1.0f)) {}
 
