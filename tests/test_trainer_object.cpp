@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "saved_params.hpp"
 #include "train/fit.hpp"
 #include "train/model_entry.hpp"
+#include "train/presets.hpp"
 #include "train/run.hpp"
 
 namespace noeira {
@@ -123,6 +125,39 @@ TEST(TrainerObject, ASavedStateContinuesOnAnotherTrainerWorldAndPolicy) {
                           "holds model 'user-net', this trainer's is 'other-net'");
   cfg.sim_ranks = 2;
   expect_error_containing([&] { Trainer(cfg, MPI_COMM_WORLD); }, "--sim-ranks 2 with MPI ranks");
+}
+
+// A language model's periods are evaluation periods of eval_every steps: two fits of one equal
+// one run of both, and a third goes past --steps, drawing the windows a longer run would.
+TEST(TrainerObject, FitsALanguageModelByEvaluationPeriods) {
+  const TempDir dir;
+  const std::filesystem::path corpus = dir / "corpus.txt";
+  {
+    std::ofstream out(corpus);
+    for (int i = 0; i < 200; ++i) out << "a stitch in time saves nine, line " << i % 13 << "\n";
+  }
+  TrainConfig cfg;
+  cfg.model = "gpt-tiny";
+  cfg.data = DatasetKind::Text;
+  cfg.text_file = corpus.string();
+  cfg.steps = 4;
+  cfg.eval_every = 2;
+  cfg.eval_batches = 1;
+  cfg.batch = 4;
+  cfg.block = 8;
+  cfg.threads = 1;
+  cfg.sim_ranks = 2;
+  cfg.out = (dir / "whole").string();
+  (void)run_train(cfg);
+  cfg.out = (dir / "pieces").string();
+  Trainer trainer(cfg);
+  EXPECT_EQ(trainer.fit(1).summary.steps, 2);
+  EXPECT_EQ(trainer.fit(1).summary.steps, 4);
+  EXPECT_EQ(testing::saved_values<presets::GptTiny>(dir / "pieces/model.h5", "gpt-tiny"),
+            testing::saved_values<presets::GptTiny>(dir / "whole/model.h5", "gpt-tiny"));
+  const TrainOutcome more = trainer.fit(1);
+  EXPECT_EQ(more.summary.steps, 6);
+  EXPECT_EQ(more.summary.periods, 3);
 }
 
 TEST(TrainCallbacks, ShouldStopEndsTheRunAtTheRecordItAnswersAsAtItsLastStep) {
