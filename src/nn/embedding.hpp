@@ -112,37 +112,24 @@ class Embedding {
 };
 
 template <std::int64_t Features, std::int64_t Vocab, std::int64_t Dim>
-class FeatureEmbedding {
+class FeatureEmbedding : public Embedding<Vocab, Dim> {
   static_assert(Features > 0 && Dim > 0, "FeatureEmbedding: features and width must be positive");
 
  public:
-  static constexpr int arity = 1;
   static constexpr std::int64_t in_dim = Features;
   static constexpr std::int64_t out_dim = Features * Dim;
-  static constexpr std::int64_t input_vocab = Vocab;
 
-  explicit FeatureEmbedding(const Init& init)
-      : weight_(init.normal("weight", {Vocab, Dim}, 0.0f, 0.02f)) {}
+  using Embedding<Vocab, Dim>::Embedding;
 
+  // The table's vjp and parameter are the Embedding's: only the output's shape differs.
   const Tensor& forward(Context& ctx, const Tensor& ids) {
     const std::int64_t rows = check_input_rows(ctx, ids, in_dim, "FeatureEmbedding");
     // The lookup's [rows, Features, Dim] is the output's [rows, Features · Dim]: a view.
-    y_ = lookup_.forward(ctx, ids, weight_).view({rows, out_dim});
+    y_ = Embedding<Vocab, Dim>::forward(ctx, ids).view({rows, out_dim});
     return y_;
   }
 
-  const Tensor& vjp(Context& ctx, const Tensor& dy, InputGrad input_grad) {
-    return lookup_.vjp(ctx, dy, input_grad, weight_, ctx.grad_mode);
-  }
-
-  template <class Visitor>
-  void for_each_param(Visitor&& visit, std::string_view prefix) {
-    visit(join_name(prefix, "weight"), weight_);
-  }
-
  private:
-  Param weight_;  // [Vocab, Dim] table, shared by every feature
-  detail::EmbeddingLookup<Vocab, Dim> lookup_;
   Tensor y_;  // view of the lookup's output
 };
 

@@ -21,13 +21,7 @@ namespace fs = std::filesystem;
 // match the caller's messages), or MPI_COMM_NULL for one process.
 MPI_Comm duplicate_ranks(MPI_Comm given) {
   if (given == MPI_COMM_NULL) return MPI_COMM_NULL;
-  int initialized = 0, finalized = 0;
-  NOEIRA_MPI_CHECK(MPI_Initialized(&initialized));
-  NOEIRA_MPI_CHECK(MPI_Finalized(&finalized));
-  if (!initialized || finalized) {
-    throw InputError("Trainer over MPI ranks: MPI is not initialized (the calling program "
-                     "initializes and finalizes it)");
-  }
+  require_callers_mpi("Trainer over MPI ranks");
   MPI_Comm dup = MPI_COMM_NULL;
   NOEIRA_MPI_CHECK(MPI_Comm_dup(given, &dup));
   return dup;

@@ -293,18 +293,26 @@ TrainOutcome train_over(const TrainConfig& given, MPI_Comm comm, const TrainCall
   return model_catalogue().find(cfg.model).train(cfg, launch);
 }
 
+}  // namespace
+
+void require_callers_mpi(std::string_view who) {
+  int initialized = 0, finalized = 0;
+  NOEIRA_MPI_CHECK(MPI_Initialized(&initialized));
+  NOEIRA_MPI_CHECK(MPI_Finalized(&finalized));
+  if (!initialized || finalized) {
+    throw InputError(detail::concat(who, ": MPI is not initialized (the calling program "
+                                         "initializes and finalizes it)"));
+  }
+}
+
+namespace {
+
 // A communicator of the caller's, duplicated for the run: noeira's messages never match the
 // caller's own, and the duplicate is freed when the run ends, however it ends.
 class RunCommunicator {
  public:
   explicit RunCommunicator(MPI_Comm given) {
-    int initialized = 0, finalized = 0;
-    NOEIRA_MPI_CHECK(MPI_Initialized(&initialized));
-    NOEIRA_MPI_CHECK(MPI_Finalized(&finalized));
-    if (!initialized || finalized) {
-      throw InputError("run_train over a communicator: MPI is not initialized (the calling "
-                       "program initializes and finalizes it)");
-    }
+    require_callers_mpi("run_train over a communicator");
     if (given == MPI_COMM_NULL) {
       throw InputError("run_train over a communicator: it is MPI_COMM_NULL (this process is in "
                        "no group that trains)");

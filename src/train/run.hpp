@@ -3,6 +3,7 @@
 // catalogue (train/model_catalogue.hpp) to the entry compiled for its type, so the command line
 // never sees a template.
 #include <cstdint>
+#include <string_view>
 
 #include <mpi.h>
 
@@ -33,6 +34,10 @@ TrainOutcome run_train(const TrainConfig& config, const TrainCallbacks& callback
 // --sim-ranks. A refusal (one that every rank finds) is thrown on every rank alike.
 TrainOutcome run_train(const TrainConfig& config, MPI_Comm comm,
                        const TrainCallbacks& callbacks = {});
+
+// Throws an InputError naming `who` unless the calling program's MPI is initialized and not yet
+// finalized (a run or trainer over a communicator of the caller's).
+void require_callers_mpi(std::string_view who);
 
 // What run_train checks first, before anything is loaded: every option against the others, the
 // names (preset, data set, optimizer, policy...), the device (run_target, returned) and the
