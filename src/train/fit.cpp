@@ -164,7 +164,8 @@ void Trainer::load(const fs::path& path) {
   fs::path loaded;
   on_every_rank(comm_, [&] {
     loaded = io::resolve_checkpoint(path);
-    const auto& labels = io::CheckpointReader::open(loaded).meta().labels;
+    const io::CheckpointReader reader = io::CheckpointReader::open(loaded);
+    const auto& labels = reader.meta().labels;
     const auto it = labels.find("model");
     const std::string model = it == labels.end() ? std::string("?") : it->second;
     if (model != cfg_.model) {
