@@ -8,8 +8,8 @@
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/rank_agreement.hpp"
 #include "io/checkpoint.hpp"
-#include "io/checkpoint_reader.hpp"
 #include "train/checkpointing.hpp"
+#include "train/saved_model.hpp"
 
 namespace noeira {
 
@@ -164,10 +164,10 @@ void Trainer::load(const fs::path& path) {
   fs::path loaded;
   on_every_rank(comm_, [&] {
     loaded = io::resolve_checkpoint(path);
-    const io::CheckpointReader reader = io::CheckpointReader::open(loaded);
-    const auto& labels = reader.meta().labels;
-    const auto it = labels.find("model");
-    const std::string model = it == labels.end() ? std::string("?") : it->second;
+    TrainConfig named;
+    named.model.clear();  // none given: the one the checkpoint names
+    named.eval_checkpoint = loaded.string();
+    const std::string model = SavedModel::open(named).model();
     if (model != cfg_.model) {
       throw InputError(detail::concat("Trainer::load: ", loaded.string(), " holds model '", model,
                                       "', this trainer's is '", cfg_.model, "'"));

@@ -65,7 +65,6 @@ struct TrainSummary {
   int stop_signal = 0;           // non-zero: stopped early by this signal, after a checkpoint
   // Ended where a callback's should_stop asked (train/progress.hpp), as at its last step.
   bool stopped_early = false;
-  std::int64_t steps_per_period = 0;  // a period's steps (an epoch's, or eval_every)
   std::int64_t periods = 0;           // the periods the schedule spans (cfg.periods_this_run)
   // Non-empty: a checkpoint could not be saved (why, and what was cleaned up); the run stopped
   // there, on every rank alike, so that the caller can still save the parameters elsewhere.
@@ -95,7 +94,6 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
   Optimizer optimizer(optimizer_config(cfg));
 
   TrainSummary summary;
-  summary.steps_per_period = steps;
   // Names and shapes for checkpoints.
   const dist::WalkUnits walk = dist::walk_units(model);
   // Batch statistics of the global batch (--batchnorm sync) through the policy's group; with
@@ -193,8 +191,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
     return summary.stopped_early;
   };
 
-  for (std::int64_t period = first_period; period < end_period && !summary.stopped_early;
-       ++period) {
+  for (std::int64_t period = first_period; period < end_period; ++period) {
     ++periods_run;
     task.begin_period(period, ctx.target);
     const Clock::time_point period_start = Clock::now();
@@ -326,7 +323,7 @@ TrainSummary train(M& model, Context& ctx, const TrainConfig& cfg, Task& task, P
       if (!checkpoint()) return summary;
     }
     if (stop_after_period) return stopped();
-    (void)callback_stop();
+    if (callback_stop()) break;
   }
   if (checkpoints && saved_step != at.step && !checkpoint()) return summary;
   summary.steps = at.step;
