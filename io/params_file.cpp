@@ -85,7 +85,7 @@ bool is_printable(std::string_view v) {
 bool is_list(std::string_view v) {
   return v.size() >= 2 && v.front() == '[' && v.back() == ']' && is_printable(v);
 }
-bool is_tokenizer(std::string_view v) { return v == "char" || v == "byte"; }
+bool is_tokenizer(std::string_view v) { return v == "char" || v == "byte" || v == "gpt2"; }
 bool is_recorded_loss(std::string_view v) { return v == "gaussian-nll"; }
 bool is_vocabulary(std::string_view v) {
   return v.starts_with("noeira-tokenizer ") &&
@@ -109,7 +109,7 @@ constexpr RootAttribute kRootAttributes[] = {
     {"data", ckpt::kMaxNameBytes, is_name, "a data set name"},
     {"parameters", 19, is_count, "a decimal count"},
     {"block", 19, is_positive, "a positive decimal count"},
-    {"tokenizer", 4, is_tokenizer, "char or byte"},
+    {"tokenizer", 4, is_tokenizer, "char, byte or gpt2"},
     {"vocabulary", ckpt::kMaxTextBytes, is_vocabulary, "a serialized tokenizer"},
     {"input", 4096, is_printable, "a line of text"},
     {"output", 4096, is_printable, "a line of text"},

@@ -53,7 +53,7 @@ void save_params(const std::filesystem::path& file, std::string_view model,
 // The string attributes of the root group that noeira knows ("model", "data", "vocabulary", the
 // description train/model_description.hpp writes), each checked against the values it can take
 // and the others it must agree with: a name of sane length and characters for model and data, a
-// decimal count for parameters and block, char or byte for tokenizer (the vocabulary's kind),
+// decimal count for parameters and block, char, byte or gpt2 for tokenizer (the vocabulary's kind),
 // texts of bounded length. Also checks format and format_version (1 or 2). Any other attribute
 // is not read. InputError naming the file and the attribute when it is not such a file.
 std::map<std::string, std::string> read_params_attributes(const std::filesystem::path& file);

@@ -358,7 +358,7 @@ TEST_F(ModelFileIntegrity, LyingRootAttributesAreRefusedByName) {
        false},
       {[](hid_t f) { put_string(f, "block", "0"); }, {"'block'"}},
       {[](hid_t f) { put_string(f, "block", "16"); }, {"'block'", "without a vocabulary"}},
-      {[](hid_t f) { put_string(f, "tokenizer", "word"); }, {"'tokenizer'", "char or byte"}},
+      {[](hid_t f) { put_string(f, "tokenizer", "word"); }, {"'tokenizer'", "char, byte or gpt2"}},
       {[](hid_t f) { put_string(f, "vocabulary", "junk"); }, {"'vocabulary'"}},
       {[](hid_t f) {
          put_string(f, "vocabulary", "noeira-tokenizer 1\nbyte\n");

@@ -1,4 +1,4 @@
-// The command line: `train`, `eval`, `generate`, `inspect`, `export`, `plot` (each is an
+// The command line: `train`, `eval`, `generate`, `inspect`, `export`, `plot`, `tokenize` (each is an
 // add_*_command function and a branch in run_command_line).
 //
 // Every failure ends as one line on stderr, "<program>: error: ...", and a non-zero exit: 2 for a
@@ -22,6 +22,7 @@
 #include "cli/command_line.hpp"
 #include "cli/options.hpp"
 #include "cli/plot.hpp"
+#include "cli/tokenize_command.hpp"
 #include "distributed/mpi_process_group.hpp"
 #include "distributed/rank_agreement.hpp"
 #include "distributed/residency.hpp"
@@ -234,6 +235,8 @@ int noeira::run_command_line(int argc, char** argv, std::vector<ModelEntry> mode
   add_export_command(app, export_config);
   PlotOptions plot;
   add_plot_command(app, plot);
+  noeira::TokenizeConfig tokenize;
+  add_tokenize_command(app, tokenize);
   train.sibling = eval.app;
   eval.sibling = train.app;
   // CLI11 would call a misspelt subcommand a missing one ("A subcommand is required").
@@ -276,9 +279,11 @@ int noeira::run_command_line(int argc, char** argv, std::vector<ModelEntry> mode
     return 1;
   };
   try {
-    if (train.app->parsed() && noeira::dist::MpiRuntime::launched_by_mpi()) {
+    const bool tokenizing = app.got_subcommand("tokenize");
+    if ((train.app->parsed() || tokenizing) && noeira::dist::MpiRuntime::launched_by_mpi()) {
       mpi.emplace(&argc, &argv);
     }
+    if (tokenizing) return tokenize_main(tokenize, mpi ? MPI_COMM_WORLD : MPI_COMM_NULL);
     if (train.app->parsed()) return train_main(train, mpi.has_value(), program);
     if (eval.app->parsed()) return eval_main(eval);
     if (inspect->parsed()) return inspect_main(inspect_path);

@@ -79,11 +79,13 @@ void add_common_options(Command& c) {
                "(float y): npy (--data-dir holds train_x.npy, train_y.npy, test_x.npy, "
                "test_y.npy), h5 (train.h5 and test.h5, each with datasets /x and /y) or arrays "
                "(named one by one: --train-x, --train-y, --test-x, --test-y); or text for a "
-               "language model (a GPT preset)");
+               "language model (a GPT preset), or tokens: token shards that noeira tokenize "
+               "wrote (a gpt2-* preset)");
   a.add_option("--data-dir", t.data_dir,
                "Directory of the data set's files (empty: /usr/share/datasets/fashion-mnist, "
                "/usr/share/datasets/mnist or /usr/share/datasets/cifar-10-batches-bin; npy, h5: "
-               "required; text: a directory of text files, default /usr/share/games/fortunes)");
+               "required; text: a directory of text files, default /usr/share/games/fortunes; "
+               "tokens: the shards' directory, required)");
   add_split_arrays(a, "test", t.test_x, t.test_y);
   a.add_flag("--stream-data", t.stream_data,
              "npy, h5, arrays: read each batch's rows from the files instead of holding the "
@@ -92,7 +94,8 @@ void add_common_options(Command& c) {
   a.add_option("--text-file", t.text_file,
                "text: one corpus file (e.g. TinyShakespeare's input.txt) instead of --data-dir");
   add_choice(a, "--tokenizer", t.tokenizer, kTokenizerNames,
-               "text: char (the training text's characters) or byte (256 ids)");
+               "text: char (the training text's characters), byte (256 ids) or gpt2 (GPT-2's "
+               "BPE); tokens: gpt2 (default) or byte");
   a.add_option("--limit-test", t.limit_test, "Evaluate on the first N test samples only (0: all)")
       ->check(whole_in(0, kMaxSamples));
   a.add_option("--threads", t.threads, "OpenMP and OpenBLAS threads (0: all cores)")
@@ -142,8 +145,22 @@ const std::vector<std::pair<std::string, std::string>>& cifar_defaults() {
 
 // The defaults of the run's data set, for the options the command line and the config file leave
 // unset.
+// The defaults of a run on token shards: the text run's, for GPT-2's ids and model.
+const std::vector<std::pair<std::string, std::string>>& token_defaults() {
+  static const std::vector<std::pair<std::string, std::string>> defaults = [] {
+    std::vector<std::pair<std::string, std::string>> d = text_defaults();
+    for (auto& [flag, value] : d) {
+      if (flag == "--model") value = "gpt2-124m";
+    }
+    d.emplace_back("--tokenizer", "gpt2");
+    return d;
+  }();
+  return defaults;
+}
+
 const std::vector<std::pair<std::string, std::string>>& data_set_defaults(const TrainConfig& t) {
   static const std::vector<std::pair<std::string, std::string>> none;
+  if (t.data == DatasetKind::Tokens) return token_defaults();
   if (is_text(t)) return text_defaults();
   if (t.data == DatasetKind::Cifar10) return cifar_defaults();
   return none;
@@ -191,6 +208,10 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
       throw InputError(detail::concat(flag, " applies to --data arrays (not --data ", to_string(t.data),
                                       "), which names its arrays one by one"));
     }
+  }
+  if (t.data == DatasetKind::Tokens && given(app, "--text-file")) {
+    throw InputError("--text-file applies to --data text; --data tokens reads the shards of "
+                     "--data-dir");
   }
   if (t.stream_data && (is_text(t) || holds_pixels(t.data))) {
     throw InputError(detail::concat("--stream-data applies to a user's arrays (--data npy, h5 or "

@@ -194,7 +194,7 @@ DType parse_reduce_dtype(std::string_view name);
 DType parse_grad_dtype(std::string_view name);
 
 // Whether the run trains a language model on text (--data text) rather than classifying images.
-inline bool is_text(const TrainConfig& config) { return config.data == DatasetKind::Text; }
+inline bool is_text(const TrainConfig& config) { return is_language_data(config.data); }
 
 inline NonFinite non_finite_policy(const TrainConfig& config) {
   return config.allow_non_finite ? NonFinite::Allow : NonFinite::Refuse;

@@ -116,7 +116,8 @@ PixelStats pixel_stats(DatasetKind kind) {
     case DatasetKind::Npy:
     case DatasetKind::H5:
     case DatasetKind::Arrays:
-    case DatasetKind::Text: break;
+    case DatasetKind::Text:
+    case DatasetKind::Tokens: break;
   }
   throw InputError(detail::concat("data set '", to_string(kind),
                                   "' has no pixel statistics: its features are not pixels"));
@@ -130,7 +131,8 @@ std::span<const std::string_view> class_names(DatasetKind kind) {
     case DatasetKind::Npy:
     case DatasetKind::H5:
     case DatasetKind::Arrays:
-    case DatasetKind::Text: break;
+    case DatasetKind::Text:
+    case DatasetKind::Tokens: break;
   }
   throw InputError(detail::concat("data set '", to_string(kind), "' names no classes"));
 }
@@ -143,7 +145,8 @@ std::filesystem::path default_data_dir(DatasetKind kind) {
     case DatasetKind::Npy:
     case DatasetKind::H5:
     case DatasetKind::Arrays:
-    case DatasetKind::Text: break;
+    case DatasetKind::Text:
+    case DatasetKind::Tokens: break;
   }
   return {};
 }
@@ -185,7 +188,9 @@ Dataset load_dataset(DatasetKind kind, const std::filesystem::path& dir, Split s
     case DatasetKind::Arrays:
       throw InputError("--data arrays names its arrays one by one: load_named_split reads them");
     case DatasetKind::Text:
-      throw InputError("--data text is a corpus, not a split of samples: load_text_run reads it");
+    case DatasetKind::Tokens:
+      throw InputError(detail::concat("--data ", to_string(kind), " is a corpus, not a split of "
+                                      "samples: load_text_run reads it"));
     case DatasetKind::FashionMnist:
     case DatasetKind::Mnist: break;
   }

@@ -25,26 +25,41 @@
 
 namespace noeira {
 
-// What --data names: images, a user's arrays, or text for a language model (train/text_data.hpp).
-enum class DatasetKind : std::uint8_t { FashionMnist, Mnist, Cifar10, Npy, H5, Arrays, Text };
+// What --data names: images, a user's arrays, or a language model's text (train/text_data.hpp)
+// or token shards (io/token_shards.hpp).
+enum class DatasetKind : std::uint8_t {
+  FashionMnist,
+  Mnist,
+  Cifar10,
+  Npy,
+  H5,
+  Arrays,
+  Text,
+  Tokens
+};
 
-inline constexpr NameTable<DatasetKind, 7> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
+inline constexpr NameTable<DatasetKind, 8> kDatasetNames{{{{DatasetKind::FashionMnist, "fashion-mnist"},
                                                           {DatasetKind::Mnist, "mnist"},
                                                           {DatasetKind::Cifar10, "cifar10"},
                                                           {DatasetKind::Npy, "npy"},
                                                           {DatasetKind::H5, "h5"},
                                                           {DatasetKind::Arrays, "arrays"},
-                                                          {DatasetKind::Text, "text"}}},
+                                                          {DatasetKind::Text, "text"},
+                                                          {DatasetKind::Tokens, "tokens"}}},
                                                         "data set"};
 
 std::string_view to_string(DatasetKind kind);
-// "fashion-mnist", "mnist", "cifar10", "npy", "h5", "arrays", "text"; anything else is an
+// "fashion-mnist", "mnist", "cifar10", "npy", "h5", "arrays", "text", "tokens"; anything else is an
 // InputError listing the choices.
 DatasetKind parse_dataset_kind(std::string_view name);
 std::vector<std::string> dataset_names();
 // Where Debian's packages (or the usual layout) put the files; empty for a user's arrays (npy,
 // h5), whose directory only the user knows, and for text (train/run_data.hpp finds the corpus).
 std::filesystem::path default_data_dir(DatasetKind kind);
+// Whether the data set is a language model's: text, or token shards.
+inline bool is_language_data(DatasetKind kind) {
+  return kind == DatasetKind::Text || kind == DatasetKind::Tokens;
+}
 // Whether the data set's samples are images of bytes (pixel_stats, class_names, augmentation).
 bool holds_pixels(DatasetKind kind);
 

@@ -28,9 +28,9 @@ std::map<std::string, std::string> described(const SavedModel& saved, M& model) 
   told.input_std = saved.input_std();
   told.loss = saved.loss();
   if (!told.vocabulary.empty()) {
-    told.data = DatasetKind::Text;  // a vocabulary is a language model's
+    if (!is_language_data(told.data)) told.data = DatasetKind::Text;  // a language model's
     told.tokenizer = Tokenizer::from_text(told.vocabulary).kind();
-  } else if (!named || told.data == DatasetKind::Text) {
+  } else if (!named || is_language_data(told.data)) {
     return {};
   }
   std::map<std::string, std::string> out =

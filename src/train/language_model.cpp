@@ -54,12 +54,29 @@ LanguageModelTask::LanguageModelTask(const ResidentTokens& train, const Resident
   const LanguageModelOptions& o = options_;
   // The validation windows are the same at every evaluation and for any world size: batch e
   // of the validation stream, drawn once.
-  eval_starts_ =
-      Tensor::from_host_ids({o.eval_batches * o.batch},
-                            window_starts(o.seed, WindowStream::Validation, 0, o.eval_batches,
-                                          o.batch, validation.count, o.block),
-                            train.ids.target());
-  train_starts_ = Tensor({o.eval_every * o.batch}, train.ids.target(), DType::I32);
+  if (validation.shards != nullptr) {
+    eval_starts_wide_ = wide_window_starts(o.seed, WindowStream::Validation, 0, o.eval_batches,
+                                           o.batch, validation.count, o.block);
+  } else {
+    eval_starts_ =
+        Tensor::from_host_ids({o.eval_batches * o.batch},
+                              window_starts(o.seed, WindowStream::Validation, 0, o.eval_batches,
+                                            o.batch, validation.count, o.block),
+                              train.ids.target());
+  }
+  if (train.shards == nullptr) {
+    train_starts_ = Tensor({o.eval_every * o.batch}, train.ids.target(), DType::I32);
+  }
+}
+
+void LanguageModelTask::gather(WindowBatch& out, const ResidentTokens& split, const Tensor& starts,
+                               const std::vector<std::int64_t>& wide_starts, RowRange rows,
+                               Stream stream) {
+  if (split.shards != nullptr) {
+    windows_.gather_from_shards(out, split, wide_starts, rows.begin, rows.size(), stream);
+  } else {
+    windows_.gather(out, split, starts, rows.begin, rows.size(), stream);
+  }
 }
 
 void LanguageModelTask::begin_period(std::int64_t period, Target target) {
@@ -68,10 +85,16 @@ void LanguageModelTask::begin_period(std::int64_t period, Target target) {
   NOEIRA_CHECK(period >= 0, "begin_period: period ", period);
   NOEIRA_CHECK(target == train_.ids.target(), "begin_period: the run is on ", to_string(target),
                " but ", train_.name, " on ", to_string(train_.ids.target()));
-  // Into the same storage every period: freeing device memory would synchronize the device.
-  train_starts_.copy_from_ids(window_starts(options_.seed, WindowStream::Train,
+  if (train_.shards != nullptr) {
+    train_starts_wide_ = wide_window_starts(options_.seed, WindowStream::Train,
                                             period * options_.eval_every, options_.eval_every,
-                                            options_.batch, train_.count, options_.block));
+                                            options_.batch, train_.count, options_.block);
+  } else {
+    // Into the same storage every period: freeing device memory would synchronize the device.
+    train_starts_.copy_from_ids(window_starts(options_.seed, WindowStream::Train,
+                                              period * options_.eval_every, options_.eval_every,
+                                              options_.batch, train_.count, options_.block));
+  }
   period_ = period;
 }
 
@@ -85,7 +108,7 @@ StepRows LanguageModelTask::load(std::int64_t s, int rank, int world, Stream str
   rows.global = RowRange{s * options_.batch, (s + 1) * options_.batch};  // into train_starts_
   rows.mine = local_rows(local_rows(rows.global, micro.index, micro.count), rank, world);
   rows.global_targets = tokens_per_batch();
-  windows_.gather(batch_, train_, train_starts_, rows.mine.begin, rows.mine.size(), stream);
+  gather(batch_, train_, train_starts_, train_starts_wide_, rows.mine, stream);
   return rows;
 }
 

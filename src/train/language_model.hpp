@@ -85,6 +85,9 @@ class LanguageModelTask {
  private:
   // The output as [tokens, V] logits for the loss; an InputError when it is not that.
   Tensor token_logits(const Tensor& output, std::int64_t tokens) const;
+  // The windows of starts [rows) of a split: from its resident ids, or read from its shards.
+  void gather(WindowBatch& out, const ResidentTokens& split, const Tensor& starts,
+              const std::vector<std::int64_t>& wide_starts, RowRange rows, Stream stream);
 
   const ResidentTokens& train_;
   const ResidentTokens& validation_;
@@ -93,6 +96,9 @@ class LanguageModelTask {
   std::int64_t period_ = -1;  // the period whose starts are resident
   Tensor train_starts_;       // [eval_every · batch] I32: the period's window starts
   Tensor eval_starts_;        // [eval_batches · batch] I32: the fixed validation windows
+  // The same starts on the host, for a split of token shards (train/text_windows.hpp).
+  std::vector<std::int64_t> train_starts_wide_;
+  std::vector<std::int64_t> eval_starts_wide_;
   WindowBatch batch_;         // this rank's rows of the current training batch
   WindowBatch eval_batch_;    // this rank's rows of the current validation batch
   CrossEntropyLoss loss_;
@@ -115,7 +121,7 @@ EvalResult LanguageModelTask::evaluate(M& model, Context& ctx, dist::ShardingPol
     // A rank without rows still runs the forward (ZeRO-3 gathers) and counts nothing.
     const bool idle = own.size() == 0;
     const RowRange mine = rows_to_compute(own, global);
-    windows_.gather(eval_batch_, validation_, eval_starts_, mine.begin, mine.size(), ctx.stream);
+    gather(eval_batch_, validation_, eval_starts_, eval_starts_wide_, mine, ctx.stream);
     const Tensor& out = policy != nullptr
                             ? dist::forward_units(model, ctx, eval_batch_.ids, *policy)
                             : model.forward(ctx, eval_batch_.ids);

@@ -9,6 +9,7 @@ void add_text_preset_entries(std::vector<ModelEntry>& out) {
   out.push_back(preset_entry<presets::GptChar>("gpt-char"));
   out.push_back(preset_entry<presets::GptSmall>("gpt-small"));
   out.push_back(preset_entry<presets::Gpt2>("gpt2-124m"));
+  out.push_back(preset_entry<presets::Gpt2Tiny>("gpt2-tiny"));
   out.push_back(preset_entry<presets::LstmTiny>("lstm-tiny"));
   out.push_back(preset_entry<presets::LstmChar>("lstm-char"));
   out.push_back(preset_entry<presets::GruChar>("gru-char"));

@@ -53,6 +53,7 @@ using GptTiny = Gpt<GptShape{256, 16, 2, 2, 32}>;     // for tests
 using GptChar = Gpt<GptShape{256, 64, 4, 4, 128}>;    // nanoGPT's CPU shape
 using GptSmall = Gpt<GptShape{256, 256, 6, 6, 384}>;  // nanoGPT's shakespeare-char shape
 using Gpt2 = Gpt<GptShape{50257, 1024, 12, 12, 768}>;
+using Gpt2Tiny = Gpt<GptShape{50257, 64, 2, 2, 32}>;  // GPT-2's ids (--data tokens), for tests
 
 // Recurrent language models (nn/recurrent_lm.hpp): {vocab, window, embedding, hidden}, two layers.
 using LstmTiny = RecurrentLm<RecurrentCell::Lstm, RecurrentLmShape{256, 16, 16, 32}>;  // tests
@@ -132,7 +133,10 @@ inline constexpr PresetInfo kPresets[] = {
     {"gpt-tiny", "GPT, 2 layers x 2 heads, width 32, block 16, 256 ids (tests; --data text)"},
     {"gpt-char", "GPT, 4 layers x 4 heads, width 128, block 64, 256 ids (--data text)"},
     {"gpt-small", "GPT, 6 layers x 6 heads, width 384, block 256, 256 ids (--data text)"},
-    {"gpt2-124m", "GPT-2: 12 layers x 12 heads, width 768, block 1024, 50257 ids (--data text)"},
+    {"gpt2-124m",
+     "GPT-2: 12 layers x 12 heads, width 768, block 1024, 50257 ids (--data tokens or text)"},
+    {"gpt2-tiny",
+     "GPT, 2 layers x 2 heads, width 32, block 64, GPT-2's 50257 ids (tests; --data tokens)"},
     {"lstm-tiny", "2-layer LSTM, embedding 16, hidden 32, window 16, 256 ids (tests; --data text)",
      kRecurrentLmDefaults},
     {"lstm-char",

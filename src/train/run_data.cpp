@@ -192,17 +192,49 @@ std::string ImageRun::describe(const TrainConfig& cfg) const {
                         regression, " from ", from, streamed, normalized, augmented);
 }
 
+namespace {
+
+void check_vocabulary_fits(const TrainConfig& cfg, const std::string& name,
+                           const Tokenizer& tokenizer, std::int64_t model_vocab) {
+  if (tokenizer.vocab_size() > model_vocab) {
+    throw InputError(detail::concat(name, ": the ", to_string(cfg.tokenizer), " vocabulary has ",
+                                    tokenizer.vocab_size(), " ids but model '", cfg.model,
+                                    "' has ", model_vocab,
+                                    cfg.tokenizer == TokenizerKind::Gpt2
+                                        ? " (a gpt2-* preset takes GPT-2's ids)"
+                                        : " (try --tokenizer byte)"));
+  }
+}
+
+// Token shards: read a window at a time, never whole (train/text_windows.hpp).
+TextRun load_token_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {
+  if (cfg.data_dir.empty()) {
+    throw InputError("--data tokens reads the shards of --data-dir (noeira tokenize writes them)");
+  }
+  if (cfg.tokenizer == TokenizerKind::Char) {
+    throw InputError("--tokenizer char: token shards hold ids, not text; their tokenizer is gpt2 "
+                     "(or byte, for shards of byte ids)");
+  }
+  const Tokenizer tokenizer = Tokenizer::build(cfg.tokenizer, {});
+  check_vocabulary_fits(cfg, cfg.data_dir, tokenizer, model_vocab);
+  const io::TokenShards shards = io::open_token_shards(cfg.data_dir);
+  const std::uint64_t fingerprint =
+      shards.validation->fingerprint() ^ (shards.train->fingerprint() * 1099511628211ull);
+  ResidentText text{shard_tokens(shards.train, tokenizer.vocab_size(), target),
+                    shard_tokens(shards.validation, tokenizer.vocab_size(), target)};
+  return TextRun{cfg.data_dir, tokenizer, std::move(text), 0, fingerprint};
+}
+
+}  // namespace
+
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab) {
+  if (cfg.data == DatasetKind::Tokens) return load_token_run(cfg, target, model_vocab);
   // The corpus's bytes, then its ids straight into their tensors: a corpus of N bytes peaks at
   // about 5N (the text and the ids), never with a host copy of the ids beside the resident one.
   const io::TextCorpus corpus = io::read_text_corpus(text_corpus_path(cfg));
   const TextSplit split = split_corpus(corpus, cfg.tokenizer);
   const Tokenizer& tokenizer = split.tokenizer;
-  if (tokenizer.vocab_size() > model_vocab) {
-    throw InputError(detail::concat(corpus.name, ": the ", to_string(cfg.tokenizer), " vocabulary has ",
-                                    tokenizer.vocab_size(), " ids but model '", cfg.model,
-                                    "' has ", model_vocab, " (try --tokenizer byte)"));
-  }
+  check_vocabulary_fits(cfg, corpus.name, tokenizer, model_vocab);
   std::uint64_t fingerprint = hash_words(std::span<const std::int32_t>());
   std::int64_t unknown_train = 0;
   std::int64_t unknown_validation = 0;
@@ -232,9 +264,14 @@ LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) cons
 }
 
 std::string TextRun::describe(const TrainConfig& cfg) const {
-  return detail::concat("text ", text.train.count, " train / ", text.validation.count,
-                        " validation ", to_string(cfg.tokenizer), " tokens (vocabulary ",
-                        tokenizer.vocab_size(), ") from ", name);
+  const bool sharded = text.train.shards != nullptr;
+  return detail::concat(to_string(cfg.data), " ", text.train.count, " train / ",
+                        text.validation.count, " validation ", to_string(cfg.tokenizer),
+                        " tokens (vocabulary ", tokenizer.vocab_size(), ") from ", name,
+                        sharded ? detail::concat(" (", text.train.shards->shards() +
+                                                          text.validation.shards->shards(),
+                                                " shards, read by window)")
+                               : std::string());
 }
 
 }  // namespace noeira

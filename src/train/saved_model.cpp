@@ -48,7 +48,7 @@ void check_names(const std::string& where, const std::map<std::string, std::stri
 // Whether `data` (a data set's name in a file) names a user's arrays, whose features a run may
 // normalize.
 bool names_arrays(const std::string& data) {
-  return names_data_set(data) && data != kDatasetNames.name_of(DatasetKind::Text) &&
+  return names_data_set(data) && !is_language_data(kDatasetNames.parse(data)) &&
          !holds_pixels(kDatasetNames.parse(data));
 }
 
@@ -83,7 +83,7 @@ void check_model_description(const std::filesystem::path& file,
     refuse("data", detail::concat("names no data set noeira knows (", e.what(), ")"));
   }
   if (vocabulary != nullptr) {
-    if (told.data != DatasetKind::Text) {
+    if (!is_language_data(told.data)) {
       refuse("data", detail::concat("is '", shown(*data),
                                     "', but the file holds a vocabulary (a text model's)"));
     }
@@ -93,8 +93,8 @@ void check_model_description(const std::filesystem::path& file,
     } catch (const InputError& e) {
       refuse("vocabulary", detail::concat("is not a serialized tokenizer (", e.what(), ")"));
     }
-  } else if (told.data == DatasetKind::Text) {
-    refuse("data", "is 'text', but the file holds no vocabulary");
+  } else if (is_language_data(told.data)) {
+    refuse("data", detail::concat("is '", *data, "', but the file holds no vocabulary"));
   } else if (!holds_pixels(told.data)) {
     // A user's arrays: the normalization the run applied, when it applied one.
     const std::string* mean = find("input_mean");

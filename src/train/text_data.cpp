@@ -8,14 +8,14 @@
 namespace noeira {
 
 TextSplit split_text(std::string_view corpus, TokenizerKind kind) {
-  const std::int64_t tokens = Tokenizer::count_tokens(kind, corpus);
-  const std::int64_t train_tokens = tokens * kTrainPercent / 100;
-  if (train_tokens == 0 || train_tokens == tokens) {
-    throw InputError(detail::concat("a corpus of ", tokens, " ", to_string(kind),
-                                    " tokens is too short to split ", kTrainPercent, "/",
+  const std::int64_t units = Tokenizer::split_units(kind, corpus);
+  const std::int64_t train_units = units * kTrainPercent / 100;
+  const std::size_t cut = train_units == 0 ? 0 : Tokenizer::split_offset(kind, corpus, train_units);
+  if (train_units == 0 || cut == corpus.size()) {
+    throw InputError(detail::concat("a corpus of ", units, " ", Tokenizer::split_unit(kind),
+                                    "s is too short to split ", kTrainPercent, "/",
                                     100 - kTrainPercent, " into training and validation text"));
   }
-  const std::size_t cut = Tokenizer::token_offset(kind, corpus, train_tokens);
   const std::string_view train_text = corpus.substr(0, cut);
   return TextSplit{Tokenizer::build(kind, train_text), train_text, corpus.substr(cut)};
 }

@@ -60,7 +60,14 @@ ResidentTokens make_resident_tokens(std::string name, std::span<const std::int32
 ResidentTokens encode_resident_tokens(std::string name, const Tokenizer& tokenizer,
                                       std::string_view text, Target target,
                                       std::uint64_t& fingerprint, std::int64_t& unknown) {
-  const std::int64_t count = Tokenizer::count_tokens(tokenizer.kind(), text);
+  if (tokenizer.kind() == TokenizerKind::Gpt2) {
+    // BPE tells its count only once it has encoded: the ids are made first (about as many bytes
+    // as the text), in one call so that no piece is cut.
+    const std::vector<std::int32_t> ids = tokenizer.encode(text);
+    fingerprint = hash_words(std::span(ids), fingerprint);
+    return make_resident_tokens(std::move(name), ids, tokenizer.vocab_size(), target);
+  }
+  const std::int64_t count = Tokenizer::split_units(tokenizer.kind(), text);
   check_count(name, static_cast<std::uint64_t>(count));
   ResidentTokens out;
   out.count = count;
@@ -88,6 +95,17 @@ ResidentTokens encode_resident_tokens(std::string name, const Tokenizer& tokeniz
   return out;
 }
 
+ResidentTokens shard_tokens(std::shared_ptr<const io::TokenStream> stream,
+                             std::int64_t vocab_size, Target target) {
+  ResidentTokens out;
+  out.name = stream->name();
+  out.count = stream->count();
+  out.vocab_size = vocab_size;
+  out.ids = Tensor({0}, target, DType::I32);
+  out.shards = std::move(stream);
+  return out;
+}
+
 ResidentText make_resident_text(const TextData& data, Target target) {
   const std::int64_t vocab = data.tokenizer.vocab_size();
   return ResidentText{
@@ -109,20 +127,29 @@ std::int64_t window_start(std::uint64_t seed, WindowStream stream, std::int64_t 
   return static_cast<std::int64_t>(draw_below(random, static_cast<std::uint64_t>(tokens - block)));
 }
 
+std::vector<std::int64_t> wide_window_starts(std::uint64_t seed, WindowStream stream,
+                                             std::int64_t first_step, std::int64_t steps,
+                                             std::int64_t batch, std::int64_t tokens,
+                                             std::int64_t block) {
+  NOEIRA_CHECK(steps >= 0 && batch >= 0, "window_starts: ", steps, " batches of ", batch);
+  std::vector<std::int64_t> starts(static_cast<std::size_t>(steps * batch));
+  for (std::int64_t s = 0; s < steps; ++s) {
+    for (std::int64_t r = 0; r < batch; ++r) {
+      starts[static_cast<std::size_t>(s * batch + r)] =
+          window_start(seed, stream, first_step + s, r, tokens, block);
+    }
+  }
+  return starts;
+}
+
 std::vector<std::int32_t> window_starts(std::uint64_t seed, WindowStream stream,
                                         std::int64_t first_step, std::int64_t steps,
                                         std::int64_t batch, std::int64_t tokens,
                                         std::int64_t block) {
-  NOEIRA_CHECK(steps >= 0 && batch >= 0, "window_starts: ", steps, " batches of ", batch);
   NOEIRA_CHECK(tokens <= INT32_MAX, "window_starts: ", tokens, " tokens exceed int32 starts");
-  std::vector<std::int32_t> starts(static_cast<std::size_t>(steps * batch));
-  for (std::int64_t s = 0; s < steps; ++s) {
-    for (std::int64_t r = 0; r < batch; ++r) {
-      starts[static_cast<std::size_t>(s * batch + r)] =
-          static_cast<std::int32_t>(window_start(seed, stream, first_step + s, r, tokens, block));
-    }
-  }
-  return starts;
+  const std::vector<std::int64_t> wide =
+      wide_window_starts(seed, stream, first_step, steps, batch, tokens, block);
+  return std::vector<std::int32_t>(wide.begin(), wide.end());
 }
 
 WindowGather::WindowGather(std::int64_t max_rows, std::int64_t block, Target target)
@@ -167,6 +194,37 @@ void WindowGather::gather(WindowBatch& out, const ResidentTokens& tokens, const 
   // count - block, index + 1 stays inside the split, so the gathers never poison a row.
   k.gather_rows(stream, out.ids.ids(), index, tokens.ids.ids(), n, 1, tokens.count);
   k.gather_rows(stream, out.targets.ids(), index, tokens.ids.ids() + 1, n, 1, tokens.count - 1);
+}
+
+void WindowGather::gather_from_shards(WindowBatch& out, const ResidentTokens& tokens,
+                                 std::span<const std::int64_t> starts, std::int64_t first,
+                                 std::int64_t rows, Stream stream) {
+  const Target target = tokens.ids.target();
+  NOEIRA_CHECK(tokens.shards != nullptr, "WindowGather::gather_from_shards: ", tokens.name,
+               " is resident, not in shards");
+  NOEIRA_CHECK(rows > 0 && rows <= max_rows_, "WindowGather: ", rows, " windows, at most ",
+               max_rows_);
+  NOEIRA_CHECK(first >= 0 && first + rows <= static_cast<std::int64_t>(starts.size()),
+               "WindowGather: starts [", first, ", ", first + rows, ") outside the ",
+               starts.size(), " starts of ", tokens.name);
+  const std::int64_t n = rows * block_;
+  if (out.ids.rank() != 2 || out.ids.dim(0) != rows || out.ids.dim(1) != block_) {
+    out.ids.resize({rows, block_}, target);
+  }
+  if (out.targets.numel() != n) out.targets.resize({n}, target);
+  host_window_.resize(static_cast<std::size_t>(block_ + 1));
+  host_ids_.resize(static_cast<std::size_t>(n));
+  host_targets_.resize(static_cast<std::size_t>(n));
+  for (std::int64_t b = 0; b < rows; ++b) {
+    tokens.shards->read(starts[static_cast<std::size_t>(first + b)], block_ + 1,
+                        host_window_.data(), tokens.vocab_size);
+    std::copy_n(host_window_.begin(), block_, host_ids_.begin() + b * block_);
+    std::copy_n(host_window_.begin() + 1, block_, host_targets_.begin() + b * block_);
+  }
+  const KernelTable& k = kernels_for(target);
+  k.upload(stream, out.ids.ids(), host_ids_.data(), host_ids_.size() * sizeof(std::int32_t));
+  k.upload(stream, out.targets.ids(), host_targets_.data(),
+           host_targets_.size() * sizeof(std::int32_t));
 }
 
 }  // namespace noeira

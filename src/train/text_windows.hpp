@@ -12,25 +12,37 @@
 // would have. The starts of a whole period are uploaded at once; a batch is then built on the
 // target from them with the kernel table's gather_rows and accumulate_typed (WindowGather): no
 // token crosses the host-device boundary after the upload.
+//
+// A split of token shards (io/token_shards.hpp) is not uploaded: it stays in its files, and each
+// batch's windows are read from them on the host, checked against the vocabulary as they are
+// read, and uploaded (gather_from_shards). Its window starts are drawn the same way, as int64, so a
+// split may hold more than 2^31 tokens.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/tensor.hpp"
+#include "io/token_shards.hpp"
 #include "train/text_data.hpp"
 #include "train/tokenizer.hpp"
 
 namespace noeira {
 
-// One split's token ids on a target.
+// One split's token ids on a target, or left in its token shards.
 struct ResidentTokens {
   std::string name;  // "<corpus>/train", for messages
   std::int64_t count = 0;
   std::int64_t vocab_size = 0;
-  Tensor ids;  // [count] I32, each in [0, vocab_size)
+  Tensor ids;  // [count] I32, each in [0, vocab_size); [0] on the run's target for shards
+  std::shared_ptr<const io::TokenStream> shards;  // token shards: the ids stay in their files
 };
+
+// A split of token shards: read where the windows fall, on a run on `target`.
+ResidentTokens shard_tokens(std::shared_ptr<const io::TokenStream> stream,
+                             std::int64_t vocab_size, Target target);
 
 // Uploads `ids` to `target` after checking every id against the vocabulary (an InputError
 // naming the split, the position and the id otherwise).
@@ -39,8 +51,9 @@ ResidentTokens make_resident_tokens(std::string name, std::span<const std::int32
 
 // One split's text encoded straight into its resident ids, a block of text at a time, each block
 // checked like make_resident_tokens' ids: the ids exist once, never as a host vector beside their
-// tensor (a corpus of N bytes then costs N + 4N bytes rather than N + 8N). `fingerprint` is
-// carried on over the ids (hash_words), `unknown` counts the ids that are
+// tensor (a corpus of N bytes then costs N + 4N bytes rather than N + 8N). gpt2 encodes the split
+// at once (a cut could split a BPE piece) into a host vector first: its count is known only then.
+// `fingerprint` is carried on over the ids (hash_words), `unknown` counts the ids that are
 // Tokenizer::kUnknownId.
 ResidentTokens encode_resident_tokens(std::string name, const Tokenizer& tokenizer,
                                       std::string_view text, Target target,
@@ -71,6 +84,11 @@ std::vector<std::int32_t> window_starts(std::uint64_t seed, WindowStream stream,
                                         std::int64_t first_step, std::int64_t steps,
                                         std::int64_t batch, std::int64_t tokens,
                                         std::int64_t block);
+// The same starts as int64, for a split of shards of any length.
+std::vector<std::int64_t> wide_window_starts(std::uint64_t seed, WindowStream stream,
+                                             std::int64_t first_step, std::int64_t steps,
+                                             std::int64_t batch, std::int64_t tokens,
+                                             std::int64_t block);
 
 // One rank's rows of a batch of windows. The tensors keep their storage from batch to batch.
 struct WindowBatch {
@@ -91,6 +109,11 @@ class WindowGather {
   // a resident window_starts on the tokens' target, each start in [0, tokens.count - block).
   void gather(WindowBatch& out, const ResidentTokens& tokens, const Tensor& starts,
               std::int64_t first, std::int64_t rows, Stream stream);
+  // The same for a split of shards, from host starts: the windows are read on the host (each id
+  // checked) and uploaded.
+  void gather_from_shards(WindowBatch& out, const ResidentTokens& tokens,
+                     std::span<const std::int64_t> starts, std::int64_t first, std::int64_t rows,
+                     Stream stream);
 
   std::int64_t block() const { return block_; }
 
@@ -100,6 +123,9 @@ class WindowGather {
   Tensor row_;       // [max_rows · block] I32: b at position b · block + t
   Tensor position_;  // [max_rows · block] I32: t at position b · block + t
   Tensor index_;     // [max_rows · block] I32 scratch: the token index of each position
+  std::vector<std::int32_t> host_window_;   // gather_from_shards: one window of block + 1 ids
+  std::vector<std::int32_t> host_ids_;      // gather_from_shards: [rows · block] inputs
+  std::vector<std::int32_t> host_targets_;  // gather_from_shards: [rows · block] targets
 };
 
 }  // namespace noeira

