@@ -49,7 +49,8 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
   const Output o = noeira(dir, "train --help");
   EXPECT_EQ(o.code, 0);
   for (const char* s : {"--model TEXT=mlp",
-                        "--data TEXT:{fashion-mnist,mnist,cifar10,npy,h5,arrays,text}=fashion-mnist",
+                        "--data TEXT:{fashion-mnist,mnist,cifar10,npy,h5,arrays,text,tokens}=fashion-mnist",
+                        "--tokenizer TEXT:{char,byte,gpt2}=char",
                         "--epochs INT:[1..1000000]=5", "--batch INT:[1..1000000]=100", "=adam",
                         "--lr FLOAT:[1e-12..1e+30]=0.001", "--weight-decay", "--schedule", "--warmup",
                         "--min-lr", "--grad-clip", "--seed UINT=1", "--threads", "--out",
@@ -66,6 +67,13 @@ TEST(Cli, HelpListsEveryOptionWithItsDefault) {
   EXPECT_NE(top.out.find("train"), std::string::npos);
   EXPECT_NE(top.out.find("eval"), std::string::npos);
   EXPECT_NE(top.out.find("inspect"), std::string::npos);
+  EXPECT_NE(top.out.find("tokenize"), std::string::npos);
+  const Output tokenize = noeira(dir, "tokenize --help");
+  EXPECT_EQ(tokenize.code, 0);
+  for (const char* s : {"--tokenizer TEXT:{char,byte,gpt2}=gpt2", "--shard-tokens INT",
+                        "--val-tokens", "--prefix", "-o,--out"}) {
+    EXPECT_NE(tokenize.out.find(s), std::string::npos) << s;
+  }
 }
 
 TEST(Cli, BadFlagsAreOneLineErrors) {

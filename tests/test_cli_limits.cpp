@@ -63,7 +63,8 @@ TEST(CliLimits, AnUnknownSubcommandIsNamed) {
   REQUIRE_BINARY();
   TempDir dir;
   expect_refused(dir, "trian --epochs 1",
-                 "unknown subcommand 'trian' (one of train, eval, generate, inspect, export, plot;");
+                 "unknown subcommand 'trian' (one of train, eval, generate, inspect, export, plot, "
+                 "tokenize;");
   expect_one_error_line(noeira(dir, ""), "A subcommand is required");
 }
 
