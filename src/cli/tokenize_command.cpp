@@ -1,6 +1,5 @@
 #include "cli/tokenize_command.hpp"
 
-#include <algorithm>
 #include <cstdio>
 
 #include "cli/bounds.hpp"
@@ -38,14 +37,17 @@ int tokenize_main(const TokenizeConfig& t, MPI_Comm comm) {
   int rank = 0;
   if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
   if (rank == 0) {
-    std::printf(
-        "tokenized %lld documents (%.1f MB) into %lld tokens in %.1f s (%.2f MB/s): %lld "
-        "validation, %lld training, %zu shards in %s\n",
-        static_cast<long long>(r.documents), static_cast<double>(r.bytes) / 1e6,
-        static_cast<long long>(r.tokens), r.seconds,
-        static_cast<double>(r.bytes) / 1e6 / std::max(r.seconds, 1e-9),
-        static_cast<long long>(r.val_tokens), static_cast<long long>(r.tokens - r.val_tokens),
-        r.shards.size(), t.out.string().c_str());
+    std::printf("tokenized %lld documents (%.1f MB) into %lld tokens in %.1f s: %lld validation, "
+                "%lld training, %zu shards in %s\n",
+                static_cast<long long>(r.documents), static_cast<double>(r.bytes) / 1e6,
+                static_cast<long long>(r.tokens), r.seconds, static_cast<long long>(r.val_tokens),
+                static_cast<long long>(r.tokens - r.val_tokens), r.shards.size(),
+                t.out.string().c_str());
+    if (r.rank0_encode_seconds > 0) {
+      std::printf("encoding %.2f MB/s per core (rank 0: %.1f MB in %.2f s)\n",
+                  static_cast<double>(r.rank0_bytes) / 1e6 / r.rank0_encode_seconds,
+                  static_cast<double>(r.rank0_bytes) / 1e6, r.rank0_encode_seconds);
+    }
   }
   return 0;
 }

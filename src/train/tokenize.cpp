@@ -255,15 +255,27 @@ TokenizeResult run_tokenize(const TokenizeConfig& c, MPI_Comm comm) {
   Spill spill(c.out / detail::concat(".tokenize-rank", ranks.rank, ".tmp"));
   std::int64_t documents = 0;
   std::uint64_t bytes = 0;
+  double encode_seconds = 0;
+  const std::size_t first = first_file[static_cast<std::size_t>(ranks.rank)];
+  const std::size_t end = first_file[static_cast<std::size_t>(ranks.rank) + 1];
+  auto last_report = std::chrono::steady_clock::now();
   std::vector<std::int32_t> ids;
-  for (std::size_t f = first_file[static_cast<std::size_t>(ranks.rank)];
-       f < first_file[static_cast<std::size_t>(ranks.rank) + 1]; ++f) {
+  for (std::size_t f = first; f < end; ++f) {
     if (sizes[f] == 0) continue;  // an empty document adds nothing, not even a separator
     const io::TextCorpus text = io::read_text_corpus(files[f]);
+    const auto encode_start = std::chrono::steady_clock::now();
     ids = tokenizer.encode(text.text);
+    const auto encoded = std::chrono::steady_clock::now();
+    encode_seconds += std::chrono::duration<double>(encoded - encode_start).count();
     spill.append(Gpt2Bpe::kEndOfText, ids);
     ++documents;
     bytes += text.text.size();
+    if (ranks.rank == 0 && encoded - last_report > std::chrono::seconds(10)) {
+      last_report = encoded;
+      std::fprintf(stderr, "tokenize: rank 0 of %d at file %zu of its %zu (%.1f MB, %.2f MB/s)\n",
+                   ranks.size, f - first + 1, end - first, static_cast<double>(bytes) / 1e6,
+                   static_cast<double>(bytes) / 1e6 / encode_seconds);
+    }
   }
   spill.close();
 
@@ -294,6 +306,8 @@ TokenizeResult run_tokenize(const TokenizeConfig& c, MPI_Comm comm) {
   }
   result.tokens = total;
   result.val_tokens = plan.begin[1];
+  result.rank0_bytes = static_cast<std::uint64_t>(all_bytes[0]);
+  result.rank0_encode_seconds = encode_seconds;  // rank 0's where it matters: rank 0 prints
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;
