@@ -6,6 +6,7 @@
 #    `mpiexec -n 2` saves the same parameters, bit for bit, as `--sim-ranks 2`;
 #  - a run resumed from its step-3 checkpoint ends on the uninterrupted run's bits, and the
 #    checkpoint resumes on 1 rank;
+#  - `noeira eval` of the saved model reads the shards and gives the last validation loss;
 #  - `noeira generate` decodes GPT-2's ids into text;
 #  - a shard with a wrong magic, a truncated shard and an output directory that already holds
 #    shards are one-line errors.
@@ -53,6 +54,13 @@ echo "resume identical"
   --out "$work/one" </dev/null >"$work/one.log"
 grep -q '"type":"eval"' "$work/one.log" || { echo "FAIL: no evaluation on 1 rank"; exit 1; }
 echo "resumed on 1 rank"
+last=$(grep '"type":"eval"' "$work/sim.log" | tail -1 | sed 's/.*"val_loss":\([^,}]*\).*/\1/')
+got=$("$noeira" eval --config "$work/sim/config.json" --params "$work/sim/model.h5" \
+  --log-format json </dev/null | sed 's/.*"val_loss":\([^,}]*\).*/\1/')
+# 1e-7: as in tests/cli_language_model.sh (2 ranks' halves against one rank's whole).
+awk -v a="$got" -v b="$last" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-7 * b) }' ||
+  { echo "FAIL: eval gives $got, the last record $last"; exit 1; }
+echo "eval reproduces the last validation loss $last from the shards (eval: $got)"
 text=$("$noeira" generate --params "$work/sim/model.h5" --prompt "The computer" --tokens 20 \
   --seed 3 </dev/null)
 case $text in "The computer"*) ;; *) echo "FAIL: generate printed: $text"; exit 1 ;; esac
@@ -79,4 +87,11 @@ truncate -s $((size - 10)) "$work/bad/text_train_000001.bin"
 expect_error "text_train_000001.bin: its header says" "$noeira" $common --out "$work/bad-run" \
   --data-dir "$work/bad"
 expect_error "already holds token shards" "$noeira" tokenize -o "$work/shards" "$work/text"
+expect_error "reads the shards of --data-dir" "$noeira" $common --out "$work/bad-run"
+expect_error "--tokenizer char: token shards hold ids" "$noeira" $common --tokenizer char \
+  --data-dir "$work/shards" --out "$work/bad-run"
+expect_error "--text-file applies to --data text" "$noeira" $common --text-file "$readme" \
+  --data-dir "$work/shards" --out "$work/bad-run"
+expect_error "the gpt2 vocabulary has 50257 ids but model 'gpt-tiny' has 256" "$noeira" train \
+  --data tokens --model gpt-tiny --steps 2 --data-dir "$work/shards" --out "$work/bad-run"
 echo "bad shards refused"

@@ -209,7 +209,8 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
                                       "), which names its arrays one by one"));
     }
   }
-  if (t.data == DatasetKind::Tokens && given(app, "--text-file")) {
+  // By value: a run's config.json holds the key, empty.
+  if (t.data == DatasetKind::Tokens && !t.text_file.empty()) {
     throw InputError("--text-file applies to --data text; --data tokens reads the shards of "
                      "--data-dir");
   }
