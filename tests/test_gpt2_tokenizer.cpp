@@ -24,6 +24,8 @@
 #include "io_test_files.hpp"
 #include "train/gpt2_bpe.hpp"
 #include "train/gpt2_pieces.hpp"
+#include "train/text_data.hpp"
+#include "train/text_windows.hpp"
 #include "train/tokenizer.hpp"
 
 namespace noeira {
@@ -236,6 +238,28 @@ TEST(Gpt2Tokenizer, SerializedFormNamesTheKindOnly) {
                      {"gpt2 tokenizer has nothing after its kind"});
   expect_input_error([&] { gpt2.decode(std::vector<std::int32_t>{50257}); },
                      {"token id 50257", "outside GPT-2's vocabulary"});
+}
+
+// --data text --tokenizer gpt2: the corpus splits 90/10 by bytes (at a character's first byte),
+// each part encoded whole, and the resident ids are those ids.
+TEST(Gpt2Tokenizer, SplitsATextCorpusByBytesAndEncodesEachPart) {
+  std::string corpus;
+  for (int i = 0; i < 40; ++i) corpus += "Hello w\xc3\xb6rld, line " + std::to_string(i) + ".\n";
+  const TextData data = make_text_data("corpus", corpus, TokenizerKind::Gpt2);
+  std::size_t cut = corpus.size() * 9 / 10;
+  while ((static_cast<unsigned char>(corpus[cut]) & 0xC0) == 0x80) ++cut;
+  const Tokenizer gpt2 = Tokenizer::gpt2();
+  EXPECT_EQ(data.tokenizer, gpt2);
+  EXPECT_EQ(data.train, gpt2.encode(corpus.substr(0, cut)));
+  EXPECT_EQ(data.validation, gpt2.encode(corpus.substr(cut)));
+  std::uint64_t fingerprint = 0;
+  std::int64_t unknown = 0;
+  const ResidentTokens resident =
+      encode_resident_tokens("corpus/train", gpt2, corpus.substr(0, cut), Target::Cpu, fingerprint,
+                             unknown);
+  EXPECT_EQ(resident.ids.to_ids(), data.train);
+  EXPECT_EQ(resident.vocab_size, 50257);
+  EXPECT_EQ(unknown, 0);
 }
 
 // A copy of the installed vocabulary with one file replaced.
