@@ -14,7 +14,8 @@
 #
 #   benchmarks/compare_pytorch_gpt.sh [build-dir] [steps] [threads] [model]
 #                                      (defaults: build 50 2 gpt-char)
-#   environment: WARMUP=5 steps before the measured ones, BATCH=12, DATA=/usr/share/games/fortunes
+#   environment: WARMUP=5 steps before the measured ones, BATCH=12, DATA=/usr/share/games/fortunes,
+#                BLOCK=tokens per window (default: the model's block; gpt2-124m's is 1024)
 #                REPEAT=1 rounds of (sgemm, noeira, PyTorch), alternating, so that a slow spell
 #                of a shared machine falls on both; each round's figures, then the best round's
 #                FULL=1 also trains both for FULL_STEPS=2000 steps (noeira's default run) and
@@ -45,6 +46,8 @@ threads=${3:-2}
 model=${4:-gpt-char}
 warmup=${WARMUP:-5}
 batch=${BATCH:-12}
+block_flag=()
+[[ -n ${BLOCK:-} ]] && block_flag=(--block "$BLOCK")
 data=${DATA:-/usr/share/games/fortunes}
 full=${FULL:-0}
 full_steps=${FULL_STEPS:-2000}
@@ -68,6 +71,7 @@ for ((r = 1; r <= repeat; ++r)); do
   echo "== round $r: noeira train --model $model ($warmup + $steps steps, batch $batch," \
        "$threads threads)"
   "$noeira" train --data text "${data_flag[@]}" --model "$model" --batch "$batch" \
+    "${block_flag[@]}" \
     --steps "$total" --eval-every "$total" --eval-batches 1 --log-every 1 --threads "$threads" \
     --out "$work/noeira$r" > "$work/noeira$r.out"
   [[ $r == 1 ]] && grep -E '^noeira train:|^  ' "$work/noeira$r.out"
@@ -78,12 +82,12 @@ for ((r = 1; r <= repeat; ++r)); do
   [[ -n $core ]] || { echo "compare_pytorch_gpt: noeira named no OpenBLAS kernels" >&2; exit 1; }
   echo "== round $r: PyTorch as shipped ($warmup + $steps steps, batch $batch, $threads threads)"
   env -u OPENBLAS_CORETYPE "$python" "$here/pytorch_gpt.py" train --data "$data" \
-    --model "$model" --batch "$batch" --steps "$total" --time-from "$warmup" \
+    --model "$model" --batch "$batch" "${block_flag[@]}" --steps "$total" --time-from "$warmup" \
     --threads "$threads" > "$work/torch$r.out"
   [[ $r == 1 ]] && grep -v '^{' "$work/torch$r.out"
   echo "== round $r: PyTorch with OPENBLAS_CORETYPE=$core, noeira's kernels"
   OPENBLAS_CORETYPE=$core "$python" "$here/pytorch_gpt.py" train --data "$data" \
-    --model "$model" --batch "$batch" --steps "$total" --time-from "$warmup" \
+    --model "$model" --batch "$batch" "${block_flag[@]}" --steps "$total" --time-from "$warmup" \
     --threads "$threads" > "$work/torch_core$r.out"
 done
 echo "$core" > "$work/core"

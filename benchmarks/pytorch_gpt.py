@@ -51,6 +51,7 @@ PRESETS = {
     "gpt-tiny": (256, 16, 2, 2, 32),
     "gpt-char": (256, 64, 4, 4, 128),
     "gpt-small": (256, 256, 6, 6, 384),
+    "gpt2-124m": (50257, 1024, 12, 12, 768),
 }
 # {vocab, window, embedding, hidden}
 RECURRENT_PRESETS = {
@@ -191,7 +192,7 @@ def train(args):
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, args.beta2), eps=1e-8)
     warmup = args.warmup if args.warmup >= 0 else min(100, args.steps // 10)
-    block = model.block
+    block = args.block if args.block > 0 else model.block
     gen = torch.Generator().manual_seed(args.seed)
     print("pytorch %s: model %s (%d parameters), text %d train / %d validation char tokens "
           "(vocabulary %d), batch %d, steps %d, warmup %d, threads %d"
@@ -256,6 +257,8 @@ def main():
     t.add_argument("--steps", type=int, default=2000)
     t.add_argument("--time-from", type=int, default=0, help="steps before it are warm-up")
     t.add_argument("--batch", type=int, default=12)
+    t.add_argument("--block", type=int, default=0,
+                   help="tokens per window (0: the model's block; noeira's --block)")
     t.add_argument("--lr", type=float, default=1e-3)
     t.add_argument("--min-lr", type=float, default=1e-4)
     t.add_argument("--warmup", type=int, default=-1, help="-1: min(100, steps / 10)")
