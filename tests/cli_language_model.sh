@@ -43,17 +43,8 @@ echo "resume identical"
   --out "$work/resharded" </dev/null >/dev/null
 echo "resumed on 3 ranks under zero1"
 
-last=$(grep '"type":"eval"' "$work/sim.log" | tail -1 | sed 's/.*"val_loss":\([^,}]*\).*/\1/')
-got=$("$noeira" eval --config "$work/sim/config.json" --params "$work/sim/model.h5" \
-  --log-format json </dev/null | sed 's/.*"val_loss":\([^,}]*\).*/\1/')
-# The record comes from 2 ranks, each evaluating half of the windows; eval runs them all on one.
-# Kernels that round a row of a product alike whatever the number of rows (OpenBLAS's AVX-512
-# ones) give the same bits; its AVX2 kernels do not, which moves a few token losses by an ulp of
-# float (about 1e-9 of the mean). Anything wrong with the windows, the vocabulary or the weights
-# moves it by orders of magnitude more than the 1e-7 allowed.
-awk -v a="$got" -v b="$last" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-7 * b) }' ||
-  { echo "FAIL: eval gives $got, the last record $last"; exit 1; }
-echo "eval reproduces the last validation loss $last (eval: $got)"
+. "$(dirname "$0")/lm_eval_check.sh"
+expect_eval_reproduces_last "$noeira" "$work/sim" "$work/sim.log"
 
 g="generate --params $work/sim/model.h5 --prompt The --tokens 40"
 a=$("$noeira" $g --seed 4 </dev/null)

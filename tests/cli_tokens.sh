@@ -54,13 +54,8 @@ echo "resume identical"
   --out "$work/one" </dev/null >"$work/one.log"
 grep -q '"type":"eval"' "$work/one.log" || { echo "FAIL: no evaluation on 1 rank"; exit 1; }
 echo "resumed on 1 rank"
-last=$(grep '"type":"eval"' "$work/sim.log" | tail -1 | sed 's/.*"val_loss":\([^,}]*\).*/\1/')
-got=$("$noeira" eval --config "$work/sim/config.json" --params "$work/sim/model.h5" \
-  --log-format json </dev/null | sed 's/.*"val_loss":\([^,}]*\).*/\1/')
-# 1e-7: as in tests/cli_language_model.sh (2 ranks' halves against one rank's whole).
-awk -v a="$got" -v b="$last" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-7 * b) }' ||
-  { echo "FAIL: eval gives $got, the last record $last"; exit 1; }
-echo "eval reproduces the last validation loss $last from the shards (eval: $got)"
+. "$(dirname "$0")/lm_eval_check.sh"
+expect_eval_reproduces_last "$noeira" "$work/sim" "$work/sim.log"
 text=$("$noeira" generate --params "$work/sim/model.h5" --prompt "The computer" --tokens 20 \
   --seed 3 </dev/null)
 case $text in "The computer"*) ;; *) echo "FAIL: generate printed: $text"; exit 1 ;; esac
