@@ -131,6 +131,7 @@ void TokenStream::read(std::int64_t start, std::int64_t n, std::int32_t* out,
                        std::int64_t vocab) const {
   NOEIRA_CHECK(start >= 0 && n >= 0 && start + n <= count_, name_, ": tokens [", start, ", ",
                start + n, ") asked of ", count_);
+  if (n == 0) return;
   auto shard = std::upper_bound(shards_.begin(), shards_.end(), start,
                                 [](std::int64_t at, const Shard& s) { return at < s.first; }) -
                1;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "catalogue_test_util.hpp"
 #include "expect_error.hpp"
 #include "gpu_skip.hpp"
 #include "io/token_shards.hpp"
@@ -24,6 +25,8 @@
 #include "nn/gpt.hpp"
 #include "train/gpt2_bpe.hpp"
 #include "train/language_model.hpp"
+#include "train/model_entry.hpp"
+#include "train/run.hpp"
 #include "train/text_data.hpp"
 #include "train/tokenize.hpp"
 #include "trainer_runs.hpp"
@@ -240,6 +243,37 @@ TEST(TokenShards, TrainingFromShardsIsResidentTrainingBitForBit) {
   EXPECT_EQ(a.params, b.params);
   EXPECT_EQ(a.summary.last.test_loss, b.summary.last.test_loss);
   EXPECT_EQ(a.losses.size(), 8u);
+}
+
+// The library's TrainConfig leaves the tokenizer at char, a text run's default: shards then read
+// as GPT-2's ids (a default never fails a run), and the saved model says gpt2.
+TEST(TokenShards, ALibraryRunWithTheDefaultTokenizerReadsGpt2Ids) {
+  using Model = Gpt<GptShape{50257, 8, 1, 2, 16}>;
+  const testing::InstalledCatalogue installed{
+      ModelCatalogue({model_entry<Model>("gpt2-mini", "GPT-2's ids, for a test")})};
+  TempDir dir;
+  std::vector<std::uint16_t> tokens(400);
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<std::uint16_t>((i * 7919) % 50257);
+  }
+  write_shard(dir / "c_val_000000.bin", tokens);
+  write_shard(dir / "c_train_000001.bin", tokens);
+  TrainConfig cfg;
+  cfg.model = "gpt2-mini";
+  cfg.data = DatasetKind::Tokens;
+  cfg.data_dir = dir.path().string();
+  cfg.steps = 2;
+  cfg.eval_every = 2;
+  cfg.eval_batches = 1;
+  cfg.batch = 2;
+  cfg.threads = 1;
+  cfg.out = (dir / "run").string();
+  ASSERT_EQ(cfg.tokenizer, TokenizerKind::Char);
+  const TrainOutcome outcome = run_train(cfg);
+  EXPECT_EQ(outcome.summary.steps, 2);
+  TrainConfig eval_cfg = cfg;
+  eval_cfg.params = (dir / "run" / "model.h5").string();
+  EXPECT_GT(run_eval(eval_cfg).loss, 0.0);
 }
 
 // The peak resident memory, in KiB, of the noeira binary run with `args` (which must succeed).

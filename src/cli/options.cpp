@@ -209,6 +209,10 @@ void check_task_options(const CLI::App& app, const TrainConfig& t) {
                                       "), which names its arrays one by one"));
     }
   }
+  if (t.data == DatasetKind::Tokens && t.tokenizer == TokenizerKind::Char) {
+    throw InputError("--tokenizer char: token shards hold ids, not text; their tokenizer is gpt2 "
+                     "(or byte, for shards of byte ids)");
+  }
   // By value: a run's config.json holds the key, empty.
   if (t.data == DatasetKind::Tokens && !t.text_file.empty()) {
     throw InputError("--text-file applies to --data text; --data tokens reads the shards of "

@@ -197,10 +197,10 @@ namespace {
 void check_vocabulary_fits(const TrainConfig& cfg, const std::string& name,
                            const Tokenizer& tokenizer, std::int64_t model_vocab) {
   if (tokenizer.vocab_size() > model_vocab) {
-    throw InputError(detail::concat(name, ": the ", to_string(cfg.tokenizer), " vocabulary has ",
+    throw InputError(detail::concat(name, ": the ", to_string(tokenizer.kind()), " vocabulary has ",
                                     tokenizer.vocab_size(), " ids but model '", cfg.model,
                                     "' has ", model_vocab,
-                                    cfg.tokenizer == TokenizerKind::Gpt2
+                                    tokenizer.kind() == TokenizerKind::Gpt2
                                         ? " (a gpt2-* preset takes GPT-2's ids)"
                                         : " (try --tokenizer byte)"));
   }
@@ -211,11 +211,10 @@ TextRun load_token_run(const TrainConfig& cfg, Target target, std::int64_t model
   if (cfg.data_dir.empty()) {
     throw InputError("--data tokens reads the shards of --data-dir (noeira tokenize writes them)");
   }
-  if (cfg.tokenizer == TokenizerKind::Char) {
-    throw InputError("--tokenizer char: token shards hold ids, not text; their tokenizer is gpt2 "
-                     "(or byte, for shards of byte ids)");
-  }
-  const Tokenizer tokenizer = Tokenizer::build(cfg.tokenizer, {});
+  // char (TrainConfig's default, a text run's) has no vocabulary to read ids with: shards are
+  // GPT-2's unless the run says byte. The command line refuses `--tokenizer char` given.
+  const Tokenizer tokenizer = cfg.tokenizer == TokenizerKind::Byte ? Tokenizer::bytes()
+                                                                   : Tokenizer::gpt2();
   check_vocabulary_fits(cfg, cfg.data_dir, tokenizer, model_vocab);
   const io::TokenShards shards = io::open_token_shards(cfg.data_dir);
   const std::uint64_t fingerprint =
@@ -266,7 +265,7 @@ LanguageModelTask TextRun::task(const TrainConfig& cfg, std::int64_t block) cons
 std::string TextRun::describe(const TrainConfig& cfg) const {
   const bool sharded = text.train.shards != nullptr;
   return detail::concat(to_string(cfg.data), " ", text.train.count, " train / ",
-                        text.validation.count, " validation ", to_string(cfg.tokenizer),
+                        text.validation.count, " validation ", to_string(tokenizer.kind()),
                         " tokens (vocabulary ", tokenizer.vocab_size(), ") from ", name,
                         sharded ? detail::concat(" (", text.train.shards->shards() +
                                                           text.validation.shards->shards(),

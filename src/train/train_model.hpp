@@ -148,6 +148,7 @@ TrainOutcome train_model(TrainConfig& cfg, const TrainLaunch& launch) {
     if constexpr (LanguageModel<M>) {
       TextRun text = load_text_run(cfg, launch.target, M::vocab);
       cfg.vocabulary = text.tokenizer.to_text();
+      cfg.tokenizer = text.tokenizer.kind();  // token shards read with gpt2 where cfg said char
       return text;
     } else {
       return load_image_run(cfg, launch.target, M::in_dim, M::out_dim, /*train_split=*/true,
