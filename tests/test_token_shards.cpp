@@ -125,9 +125,27 @@ TEST(Tokenize, RefusesWhatCannotMakeShards) {
   cfg.val_tokens = 5;  // the corpus is 2 tokens
   expect_input_error([&] { run_tokenize(cfg, MPI_COMM_NULL); }, {"--val-tokens"});
   cfg.val_tokens = 0;
+  cfg.prefix = ".hidden";
+  expect_input_error([&] { run_tokenize(cfg, MPI_COMM_NULL); }, {"--prefix", "'.hidden'"});
+  cfg.prefix = "a/b";
+  expect_input_error([&] { run_tokenize(cfg, MPI_COMM_NULL); }, {"--prefix", "'a/b'"});
+  cfg.prefix.clear();
   cfg.inputs = {dir / "missing"};
   expect_input_error([&] { run_tokenize(cfg, MPI_COMM_NULL); }, {"missing"});
   EXPECT_FALSE(std::filesystem::exists(dir / "out" / "one_val_000000.bin"));
+}
+
+TEST(Tokenize, TheDefaultPrefixIsTheFirstInputsNameNeverHidden) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / ".corpus");
+  write_text(dir / ".corpus" / "a.txt", "some text to tokenize, and more of it");
+  TokenizeConfig cfg;
+  cfg.out = dir / "out";
+  cfg.inputs = {dir / ".corpus" / ""};  // "dir/": the directory's name
+  EXPECT_EQ(run_tokenize(cfg, MPI_COMM_NULL).shards.front().filename(), "corpus_val_000000.bin");
+  cfg.out = dir / "out2";
+  cfg.inputs = {dir / ".corpus" / "a.txt"};
+  EXPECT_EQ(run_tokenize(cfg, MPI_COMM_NULL).shards.front().filename(), "a_val_000000.bin");
 }
 
 TEST(TokenShards, NanoGptsHeaderlessFilesRead) {

@@ -58,6 +58,10 @@ void check(const TokenizeConfig& c) {
     refuse("--shard-tokens", detail::concat(c.shard_tokens, " is outside [1, ", INT32_MAX,
                                             "] (llm.c's header counts tokens in an int32)"));
   }
+  if (c.prefix.starts_with(".") || c.prefix.find('/') != std::string::npos) {
+    refuse("--prefix", detail::concat("'", c.prefix, "': a shard name may not start with '.' (readers "
+                                      "skip hidden files) or hold a '/'"));
+  }
   if (c.val_tokens < 0 || c.val_tokens > INT32_MAX) {
     refuse("--val-tokens", detail::concat(c.val_tokens, " is outside [0, ", INT32_MAX, "]"));
   }
@@ -225,6 +229,16 @@ void write_tokens(const TokenizeConfig& c, const std::string& prefix, const Shar
   }
 }
 
+// The first input's name without its extension and leading dots ("fortunes", "input" for
+// input.txt; "." and "dir/" name their directory), or "tokens" where that leaves nothing.
+std::string default_prefix(const std::filesystem::path& input) {
+  std::filesystem::path p = std::filesystem::absolute(input).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  std::string stem = p.filename().stem().string();
+  stem.erase(0, stem.find_first_not_of('.'));  // a hidden shard would be skipped by readers
+  return stem.empty() || stem == "/" ? std::string("tokens") : stem;
+}
+
 }  // namespace
 
 TokenizeResult run_tokenize(const TokenizeConfig& c, MPI_Comm comm) {
@@ -241,12 +255,7 @@ TokenizeResult run_tokenize(const TokenizeConfig& c, MPI_Comm comm) {
     }
   }
   if (files.empty()) refuse("tokenize", "the inputs hold no files");
-  const std::string prefix = !c.prefix.empty() ? c.prefix
-                                               : std::filesystem::absolute(c.inputs.front())
-                                                     .lexically_normal()
-                                                     .filename()
-                                                     .stem()
-                                                     .string();
+  const std::string prefix = !c.prefix.empty() ? c.prefix : default_prefix(c.inputs.front());
   if (ranks.rank == 0) prepare_output(c.out);
   ranks.barrier();
 
