@@ -59,8 +59,9 @@ void check(const TokenizeConfig& c) {
                                             "] (llm.c's header counts tokens in an int32)"));
   }
   if (c.prefix.starts_with(".") || c.prefix.find('/') != std::string::npos) {
-    refuse("--prefix", detail::concat("'", c.prefix, "': a shard name may not start with '.' (readers "
-                                      "skip hidden files) or hold a '/'"));
+    refuse("--prefix", detail::concat("'", c.prefix,
+                                      "': a shard name may not start with '.' (readers skip "
+                                      "hidden files) or hold a '/'"));
   }
   if (c.val_tokens < 0 || c.val_tokens > INT32_MAX) {
     refuse("--val-tokens", detail::concat(c.val_tokens, " is outside [0, ", INT32_MAX, "]"));
