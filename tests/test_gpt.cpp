@@ -47,6 +47,26 @@ TEST(Gpt, WalkHasNanoGptNamesAndTheTiedTableOnce) {
   EXPECT_EQ(walk.borrowed[0][0], walk.params.back().param) << "the embedding borrows lm_head";
 }
 
+// GPT-2's initialization: the projections into the residual stream (attn.proj, mlp.1) at the
+// spec's std / √(2·layers), every other matrix at the spec's std.
+TEST(Gpt, ResidualProjectionsStartAtGpt2sScaledStd) {
+  using Deep = Gpt<GptShape{64, 8, 8, 2, 64}>;
+  Deep model(Init(Target::Cpu, InitSpec{InitKind::Normal, 0.0f, 0.02f, 5}));
+  std::int64_t checked = 0;
+  for_each_param(model, [&](const std::string& n, Param& p) {
+    if (!n.ends_with(".weight") || p.val.rank() != 2 || n.find("ln_") != std::string::npos) return;
+    const std::vector<float> v = p.val.to_host<float>();
+    double sum2 = 0;
+    for (float x : v) sum2 += static_cast<double>(x) * x;
+    const double std = std::sqrt(sum2 / static_cast<double>(v.size()));
+    const bool residual = n.ends_with(".attn.proj.weight") || n.ends_with(".mlp.1.weight");
+    const double want = residual ? 0.02 / std::sqrt(2.0 * 8) : 0.02;
+    EXPECT_NEAR(std, want, 0.06 * want) << n;
+    ++checked;
+  });
+  EXPECT_EQ(checked, 8 * 4 + 2);  // four matrices per block, wpe and the tied table
+}
+
 TEST(Gpt, EveryParameterMatchesFiniteDifferences) {
   Small model(small_init());
   // Tables of N(0, 0.02) put the LayerNorms' inputs where they curve sharply (their scale is

@@ -88,13 +88,15 @@ class GPT(nn.Module):
         return self.lm_head(self.transformer.ln_f(x))
 
     def init_like_noeira(self, generator=None):
-        """noeira's GPT initialization (train/run_data.hpp model_init): every matrix and
-        embedding from N(0, 0.02) (no 1/√(2L) scaling of the residual projections, unlike
-        nanoGPT), biases 0, LayerNorm scales 1 and shifts 0."""
+        """noeira's GPT initialization (train/run_data.hpp model_init, nn/gpt.hpp): every matrix
+        and embedding from N(0, 0.02), the residual projections (c_proj) from N(0, 0.02/√(2L))
+        as GPT-2's and nanoGPT's, biases 0, LayerNorm scales 1 and shifts 0."""
+        layers = len(self.transformer.h)
         for name, p in self.named_parameters():
             with torch.no_grad():
                 if p.dim() >= 2:
-                    p.normal_(0.0, 0.02, generator=generator)
+                    std = 0.02 / math.sqrt(2 * layers) if name.endswith("c_proj.weight") else 0.02
+                    p.normal_(0.0, std, generator=generator)
                 elif name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or \
                         name.endswith("ln_f.weight"):
                     p.fill_(1.0)

@@ -12,9 +12,12 @@
 // Parameter names follow nanoGPT's: wpe.weight, h.<i>.ln_1.*, h.<i>.attn.qkv.*, h.<i>.attn.proj.*,
 // h.<i>.ln_2.*, h.<i>.mlp.0.* (c_fc), h.<i>.mlp.1.* (c_proj), ln_f.*, lm_head.weight (= wte).
 // Weight decay applies to the matrices and embeddings, not to biases and LayerNorm scales.
+// Initialization is GPT-2's: the residual projections scaled by 1/√(2·layers) (below).
 //
 // The model is not movable: the embedding points at the head's table.
+#include <cmath>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -55,6 +58,7 @@ class Gpt {
 
   explicit Gpt(const Init& init) : embed_(init), h_(init.named_child("h")), head_(init) {
     embed_.inner().tie(head_.inner().table());
+    scale_residual_projections(init.target());
   }
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
@@ -94,6 +98,21 @@ class Gpt {
   }
 
  private:
+  // GPT-2's initialization: the two matrices of a block that write into the residual stream
+  // (attention's projection, the MLP's second layer) are drawn with the spec's std / √(2·layers),
+  // so that the stream's variance does not grow with depth. Drawn like every matrix, then scaled:
+  // the same random stream, the same values for any rank count or policy.
+  void scale_residual_projections(Target target) {
+    const float factor = 1.0f / std::sqrt(2.0f * static_cast<float>(S.layers));
+    h_.for_each_param(
+        [&](const std::string& name, Param& p) {
+          if (name.ends_with(".attn.proj.weight") || name.ends_with(".mlp.1.weight")) {
+            kernels_for(target).scale(nullptr, p.val.data(), factor, p.numel());
+          }
+        },
+        "h");
+  }
+
   Unit<GptEmbeddings<S.vocab, S.block, S.width>> embed_;
   Repeat<static_cast<std::size_t>(S.layers), Unit<Checkpointed<Block>>> h_;
   Unit<GptHead<S.width, S.vocab>> head_;

@@ -67,7 +67,8 @@ ImageRun load_image_run(const TrainConfig& cfg, Target target, std::int64_t mode
 TextRun load_text_run(const TrainConfig& cfg, Target target, std::int64_t model_vocab);
 
 // The initializer of a preset: Kaiming normal for the MLPs (ReLU layers), N(0, 0.02) for the
-// GPTs (GPT-2's; biases and norms are constants whatever the spec), the model's own where it
+// GPTs (GPT-2's, residual projections scaled in nn/gpt.hpp; biases and norms are constants
+// whatever the spec), the model's own where it
 // names one (the ViT's).
 template <class M>
 Init model_init(const TrainConfig& cfg, Target target) {
