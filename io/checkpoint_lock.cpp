@@ -19,8 +19,9 @@ namespace {
 // The holder's line is short; a longer file is not ours to quote in full.
 constexpr std::size_t kMaxHolderBytes = 200;
 
-[[noreturn]] void refuse(const std::filesystem::path& dir, std::string_view why, int err = 0) {
-  throw InputError(detail::concat("--checkpoint-dir ", dir.string(), ": ", why,
+[[noreturn]] void refuse(std::string_view flag, const std::filesystem::path& dir,
+                         std::string_view why, int err = 0) {
+  throw InputError(detail::concat(flag, " ", dir.string(), ": ", why,
                                   err != 0 ? " (" : "", err != 0 ? std::strerror(err) : "",
                                   err != 0 ? ")" : ""));
 }
@@ -50,17 +51,18 @@ std::string read_holder(int fd) {
 
 }  // namespace
 
-CheckpointDirLock CheckpointDirLock::acquire(const std::filesystem::path& ckpt_dir) {
+CheckpointDirLock CheckpointDirLock::acquire(const std::filesystem::path& ckpt_dir,
+                                             std::string_view flag) {
   std::error_code ec;
   const auto status = std::filesystem::status(ckpt_dir, ec);
   if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
-    refuse(ckpt_dir, "exists and is not a directory");
+    refuse(flag, ckpt_dir, "exists and is not a directory");
   }
   std::filesystem::create_directories(ckpt_dir, ec);
-  if (ec) refuse(ckpt_dir, "cannot create the directory", ec.value());
+  if (ec) refuse(flag, ckpt_dir, "cannot create the directory", ec.value());
   const std::filesystem::path file = ckpt_dir / kCheckpointLockFile;
   const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) refuse(ckpt_dir, "cannot write in it", errno);
+  if (fd < 0) refuse(flag, ckpt_dir, "cannot write in it", errno);
   CheckpointDirLock lock(fd);
   int rc = 0;
   do {
@@ -72,20 +74,20 @@ CheckpointDirLock CheckpointDirLock::acquire(const std::filesystem::path& ckpt_d
     if (errno == ENOSYS || errno == EOPNOTSUPP || errno == ENOLCK) {
       lock.held_ = false;
     } else if (errno != EWOULDBLOCK) {
-      refuse(ckpt_dir, "cannot lock it", errno);
+      refuse(flag, ckpt_dir, "cannot lock it", errno);
     } else {
-      refuse(ckpt_dir, detail::concat("in use by another run (", read_holder(fd),
+      refuse(flag, ckpt_dir, detail::concat("in use by another run (", read_holder(fd),
                                       "); wait for it to end, or choose another directory"));
     }
   }
   const std::string line = holder_line();
-  if (::ftruncate(fd, 0) != 0) refuse(ckpt_dir, "cannot write in it", errno);
+  if (::ftruncate(fd, 0) != 0) refuse(flag, ckpt_dir, "cannot write in it", errno);
   // A line this short is written whole or not at all (a short write is a full disk).
   const ssize_t n = ::pwrite(fd, line.data(), line.size(), 0);
   if (n != static_cast<ssize_t>(line.size())) {
-    refuse(ckpt_dir, "cannot write in it", n < 0 ? errno : ENOSPC);
+    refuse(flag, ckpt_dir, "cannot write in it", n < 0 ? errno : ENOSPC);
   }
-  if (::fsync(fd) != 0) refuse(ckpt_dir, "cannot write in it", errno);
+  if (::fsync(fd) != 0) refuse(flag, ckpt_dir, "cannot write in it", errno);
   return lock;
 }
 

@@ -9,6 +9,7 @@
 // ranks write only into the temporary directory of a step that rank 0 then commits, and a lock
 // per rank would make the ranks of one job refuse each other.
 #include <filesystem>
+#include <string_view>
 
 namespace noeira::io {
 
@@ -20,9 +21,12 @@ class CheckpointDirLock {
   // Creates ckpt_dir if needed and takes its lock. Writing the holder's line (host, pid, start
   // time) and fsyncing it is also the check that the directory can be written at all, before a
   // run trains for hours towards a first save that cannot happen. InputErrors, one line each,
-  // naming --checkpoint-dir: not a directory, cannot be created or written (errno's text), or
-  // in use by another run (its host, pid and start time).
-  static CheckpointDirLock acquire(const std::filesystem::path& ckpt_dir);
+  // naming `flag` and the directory: not a directory, cannot be created or written (errno's
+  // text), or in use by another run (its host, pid and start time). `flag` is the option that
+  // named the directory: another command's directory that one run owns (tokenize's -o) takes
+  // the same lock.
+  static CheckpointDirLock acquire(const std::filesystem::path& ckpt_dir,
+                                   std::string_view flag = "--checkpoint-dir");
 
   CheckpointDirLock(CheckpointDirLock&& other) noexcept : fd_(other.fd_), held_(other.held_) {
     other.fd_ = -1;

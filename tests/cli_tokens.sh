@@ -26,7 +26,7 @@ cp "$readme" "$work/text/README.md"
 "$noeira" tokenize --tokenizer gpt2 --shard-tokens 100000 -o "$work/shards" "$work/text" \
   </dev/null >"$work/tokenize.log"
 cat "$work/tokenize.log"
-ls "$work/shards" >"$work/shards.list"
+ls "$work/shards" | grep '\.bin$' >"$work/shards.list"
 [ "$(head -1 "$work/shards.list")" = "text_train_000001.bin" ] &&
   grep -q "^text_val_000000.bin$" "$work/shards.list" ||
   { echo "FAIL: unexpected shards"; cat "$work/shards.list"; exit 1; }

@@ -20,6 +20,7 @@
 #include "catalogue_test_util.hpp"
 #include "expect_error.hpp"
 #include "gpu_skip.hpp"
+#include "io/checkpoint_lock.hpp"
 #include "io/token_shards.hpp"
 #include "io_test_files.hpp"
 #include "nn/gpt.hpp"
@@ -111,6 +112,11 @@ TEST(Tokenize, WritesEachDocumentAfterEndOfTextIntoLlmcShards) {
 
   // A second run into the same directory would overwrite: refused.
   expect_input_error([&] { run_tokenize(cfg, MPI_COMM_NULL); }, {"already holds token shards"});
+  // And a directory another run is writing (its lock held) too, naming the holder.
+  cfg.out = dir / "busy";
+  const io::CheckpointDirLock held = io::CheckpointDirLock::acquire(cfg.out);
+  expect_input_error([&] { run_tokenize(cfg, MPI_COMM_NULL); },
+                     {"-o ", "busy: in use by another run (host "});
 }
 
 TEST(Tokenize, RefusesWhatCannotMakeShards) {

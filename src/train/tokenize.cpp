@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 
+#include "io/checkpoint_lock.hpp"
 #include "io/file_kind.hpp"
 #include "io/text.hpp"
 #include "io/token_shards.hpp"
@@ -257,7 +259,13 @@ TokenizeResult run_tokenize(const TokenizeConfig& c, MPI_Comm comm) {
   }
   if (files.empty()) refuse("tokenize", "the inputs hold no files");
   const std::string prefix = !c.prefix.empty() ? c.prefix : default_prefix(c.inputs.front());
-  if (ranks.rank == 0) prepare_output(c.out);
+  // Rank 0 owns the directory for the run (the checkpoints' lock, io/checkpoint_lock.hpp): a
+  // second tokenize into it is refused instead of writing into this one's hidden files.
+  std::optional<io::CheckpointDirLock> lock;
+  if (ranks.rank == 0) {
+    lock.emplace(io::CheckpointDirLock::acquire(c.out, "-o"));
+    prepare_output(c.out);
+  }
   ranks.barrier();
 
   TokenizeResult result;

@@ -14,7 +14,9 @@
 // encodes its own into a spill file, the ranks learn each other's token counts, and each writes
 // its tokens into the shards at their place (the shards are the same for any number of ranks).
 // The shards are written under hidden names and renamed only when complete: a run that fails
-// leaves no shard a reader would take. An output directory that already holds shards is refused.
+// leaves no shard a reader would take. An output directory that already holds shards is refused,
+// and so is one that another tokenize is writing (rank 0 holds the directory's lock, as a
+// training run holds its checkpoint directory's).
 #include <mpi.h>
 
 #include <cstdint>
