@@ -223,6 +223,7 @@ void Gpt2Bpe::encode_piece(std::string_view piece, std::vector<std::int32_t>& ou
   }
   struct Candidate {
     std::int32_t rank, left, left_id, right_id;
+    std::int32_t merged;  // the pair's token, found with its rank
     bool operator>(const Candidate& o) const {
       return rank != o.rank ? rank > o.rank : left > o.left;
     }
@@ -235,7 +236,7 @@ void Gpt2Bpe::encode_piece(std::string_view piece, std::vector<std::int32_t>& ou
     const std::int32_t a = symbols[static_cast<std::size_t>(left)].id;
     const std::int32_t b = symbols[static_cast<std::size_t>(right)].id;
     if (const auto it = merges_.find(pair_key(a, b)); it != merges_.end()) {
-      heap.push({it->second.rank, left, a, b});
+      heap.push({it->second.rank, left, a, b, it->second.merged});
     }
   };
   for (std::int32_t i = 0; i + 1 < n; ++i) offer(i);
@@ -250,7 +251,7 @@ void Gpt2Bpe::encode_piece(std::string_view piece, std::vector<std::int32_t>& ou
     }
     const Symbol right = symbols[static_cast<std::size_t>(left.next)];
     symbols[static_cast<std::size_t>(left.next)].id = -1;
-    left.id = merges_.at(pair_key(c.left_id, c.right_id)).merged;
+    left.id = c.merged;
     left.next = right.next;
     if (right.next >= 0) symbols[static_cast<std::size_t>(right.next)].prev = c.left;
     offer(left.prev);

@@ -43,6 +43,22 @@ std::size_t block_end(std::string_view text, std::size_t begin, TokenizerKind ki
   return end;
 }
 
+// The checks both gathers make of the windows asked for (`available` starts exist), and the
+// batch's tensors sized for `rows` windows of `block` tokens (kept where they already are).
+void size_batch(WindowBatch& out, const ResidentTokens& tokens, std::int64_t first,
+                std::int64_t rows, std::int64_t available, std::int64_t max_rows,
+                std::int64_t block) {
+  NOEIRA_CHECK(rows > 0 && rows <= max_rows, "WindowGather: ", rows, " windows, at most ",
+               max_rows);
+  NOEIRA_CHECK(first >= 0 && first + rows <= available, "WindowGather: starts [", first, ", ",
+               first + rows, ") outside the ", available, " starts of ", tokens.name);
+  const Target target = tokens.ids.target();
+  if (out.ids.rank() != 2 || out.ids.dim(0) != rows || out.ids.dim(1) != block) {
+    out.ids.resize({rows, block}, target);
+  }
+  if (out.targets.numel() != rows * block) out.targets.resize({rows * block}, target);
+}
+
 }  // namespace
 
 ResidentTokens make_resident_tokens(std::string name, std::span<const std::int32_t> ids,
@@ -170,20 +186,13 @@ WindowGather::WindowGather(std::int64_t max_rows, std::int64_t block, Target tar
 void WindowGather::gather(WindowBatch& out, const ResidentTokens& tokens, const Tensor& starts,
                           std::int64_t first, std::int64_t rows, Stream stream) {
   const Target target = tokens.ids.target();
-  NOEIRA_CHECK(rows > 0 && rows <= max_rows_, "WindowGather: ", rows, " windows, at most ",
-               max_rows_);
-  NOEIRA_CHECK(first >= 0 && first + rows <= starts.numel(), "WindowGather: starts [", first, ", ",
-               first + rows, ") outside the ", starts.numel(), " starts of ", tokens.name);
   NOEIRA_CHECK(starts.target() == target && row_.target() == target,
                "WindowGather: the starts or tables of ", tokens.name,
                " are on another target than its tokens");
   NOEIRA_CHECK(tokens.count > block_, tokens.name, ": ", tokens.count,
                " tokens, too few for a window of ", block_ + 1);
+  size_batch(out, tokens, first, rows, starts.numel(), max_rows_, block_);
   const std::int64_t n = rows * block_;
-  if (out.ids.rank() != 2 || out.ids.dim(0) != rows || out.ids.dim(1) != block_) {
-    out.ids.resize({rows, block_}, target);
-  }
-  if (out.targets.numel() != n) out.targets.resize({n}, target);
   const KernelTable& k = kernels_for(target);
   std::int32_t* index = index_.ids();
   // index[b·block + t] = starts[first + b] + t: broadcast each start over its window's
@@ -197,21 +206,13 @@ void WindowGather::gather(WindowBatch& out, const ResidentTokens& tokens, const 
 }
 
 void WindowGather::gather_from_shards(WindowBatch& out, const ResidentTokens& tokens,
-                                 std::span<const std::int64_t> starts, std::int64_t first,
-                                 std::int64_t rows, Stream stream) {
-  const Target target = tokens.ids.target();
+                                      std::span<const std::int64_t> starts, std::int64_t first,
+                                      std::int64_t rows, Stream stream) {
   NOEIRA_CHECK(tokens.shards != nullptr, "WindowGather::gather_from_shards: ", tokens.name,
                " is resident, not in shards");
-  NOEIRA_CHECK(rows > 0 && rows <= max_rows_, "WindowGather: ", rows, " windows, at most ",
-               max_rows_);
-  NOEIRA_CHECK(first >= 0 && first + rows <= static_cast<std::int64_t>(starts.size()),
-               "WindowGather: starts [", first, ", ", first + rows, ") outside the ",
-               starts.size(), " starts of ", tokens.name);
+  size_batch(out, tokens, first, rows, static_cast<std::int64_t>(starts.size()), max_rows_,
+             block_);
   const std::int64_t n = rows * block_;
-  if (out.ids.rank() != 2 || out.ids.dim(0) != rows || out.ids.dim(1) != block_) {
-    out.ids.resize({rows, block_}, target);
-  }
-  if (out.targets.numel() != n) out.targets.resize({n}, target);
   host_window_.resize(static_cast<std::size_t>(block_ + 1));
   host_ids_.resize(static_cast<std::size_t>(n));
   host_targets_.resize(static_cast<std::size_t>(n));
@@ -221,7 +222,7 @@ void WindowGather::gather_from_shards(WindowBatch& out, const ResidentTokens& to
     std::copy_n(host_window_.begin(), block_, host_ids_.begin() + b * block_);
     std::copy_n(host_window_.begin() + 1, block_, host_targets_.begin() + b * block_);
   }
-  const KernelTable& k = kernels_for(target);
+  const KernelTable& k = kernels_for(tokens.ids.target());
   k.upload(stream, out.ids.ids(), host_ids_.data(), host_ids_.size() * sizeof(std::int32_t));
   k.upload(stream, out.targets.ids(), host_targets_.data(),
            host_targets_.size() * sizeof(std::int32_t));
